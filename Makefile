@@ -1,0 +1,56 @@
+# gemini-companion.nvim — `make demo` runs the plugin for real, `make test` runs the whole suite.
+SHELL := /bin/bash
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+NODE_DIR := tests/node
+# Neovim >= 0.10: the one on PATH, else one installed into the venv (resolved after install).
+NVIM = $(shell cat $(VENV)/nvim-path)
+
+.PHONY: install dev node demo test lint format bench clean
+
+install: $(VENV)/.runtime $(VENV)/nvim-path
+
+$(VENV)/.runtime: pyproject.toml scripts/deps.py
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PYTHON) scripts/deps.py > $(VENV)/requirements.txt
+	$(PYTHON) -m pip install -q --disable-pip-version-check -r $(VENV)/requirements.txt
+	touch $@
+
+$(VENV)/nvim-path: $(VENV)/.runtime scripts/nvim_path.py
+	$(PYTHON) scripts/nvim_path.py > $@.tmp && mv $@.tmp $@
+
+dev: install $(VENV)/.dev
+
+$(VENV)/.dev: $(VENV)/.runtime pyproject.toml
+	$(PYTHON) scripts/deps.py dev > $(VENV)/requirements-dev.txt
+	$(PYTHON) -m pip install -q --disable-pip-version-check -r $(VENV)/requirements-dev.txt
+	touch $@
+
+# Pinned client code for conformance tests (package-lock.json).
+node: $(NODE_DIR)/node_modules/.installed
+
+$(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: install
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) scripts/demo.py
+
+lint: dev
+	$(VENV)/bin/ruff check rplugin tests scripts
+	$(VENV)/bin/ruff format --check rplugin tests scripts
+	$(VENV)/bin/mypy
+
+format: dev
+	$(VENV)/bin/ruff check --fix rplugin tests scripts
+	$(VENV)/bin/ruff format rplugin tests scripts
+
+test: dev node lint
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -m "not bench" -p no:cacheprovider
+
+bench: dev
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench.py
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR)/node_modules

@@ -1,0 +1,121 @@
+--- gemini-companion.nvim: IDE mode for Gemini CLI and Qwen Code inside Neovim.
+local config = require('gemini_companion.config')
+local host = require('gemini_companion.host')
+local state = require('gemini_companion.state')
+
+local M = {}
+
+---@param opts? gemini_companion.Config
+function M.setup(opts)
+  config.set(opts)
+  if vim.v.vim_did_enter == 1 then
+    M.autostart()
+  end
+end
+
+--- Start unless disabled, already started, or already failed to start.
+function M.autostart()
+  if config.options.auto_start and not host.started then
+    M.start()
+  end
+end
+
+--- Workspace roots: every working directory in use (global, then per tab) plus configured folders.
+---@return string[]
+function M.workspace()
+  local roots = { vim.fn.getcwd(-1, -1) }
+  for tabnr = 1, vim.fn.tabpagenr('$') do
+    table.insert(roots, vim.fn.getcwd(-1, tabnr))
+  end
+  local extra = config.options.workspace_folders
+  if type(extra) == 'function' then
+    extra = extra()
+  end
+  for _, folder in ipairs(extra or {}) do
+    table.insert(roots, vim.fn.fnamemodify(vim.fn.expand(folder), ':p'))
+  end
+  local unique, seen = {}, {}
+  for _, root in ipairs(roots) do
+    root = root:gsub('(.)/$', '%1')
+    if not seen[root] then
+      seen[root] = true
+      table.insert(unique, root)
+    end
+  end
+  return unique
+end
+
+function M.start()
+  host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() })
+end
+
+--- Synchronous: the discovery files are gone when this returns.
+function M.stop()
+  if host.started then
+    host.request('stop')
+  end
+end
+
+function M.restart()
+  M.stop()
+  M.start()
+end
+
+function M.refresh_workspace()
+  if host.started and state.current.state ~= 'stopped' then
+    host.notify('workspace', { workspace = M.workspace() })
+  end
+end
+
+--- The server's state as a table (a copy): running, state, error, port, pid, workspace,
+--- discovery_files, clients, diffs, python. Costs no RPC; safe in a statusline.
+---@return gemini_companion.Status
+function M.status()
+  return vim.deepcopy(state.current)
+end
+
+--- Human-readable status lines.
+---@return string[]
+function M.status_lines()
+  local s = state.current
+  local lines = { ('gemini-companion: %s'):format(s.state) }
+  local function add(label, value)
+    table.insert(lines, ('  %-16s %s'):format(label, value))
+  end
+  if s.error then
+    add('error', s.error)
+  end
+  add('port', s.port or '-')
+  add('IDE PID', s.pid or '-')
+  add('workspace', #s.workspace > 0 and table.concat(s.workspace, ', ') or '-')
+  for i, file in ipairs(s.discovery_files) do
+    add(i == 1 and 'discovery files' or '', file)
+  end
+  if #s.clients == 0 then
+    add('clients', 'none connected')
+  end
+  for i, client in ipairs(s.clients) do
+    add(i == 1 and 'clients' or '', ('%s %s (session %s)'):format(client.name, client.version, client.session))
+  end
+  add('open diffs', #s.diffs)
+  add('Python host', s.python or host.python())
+  return lines
+end
+
+---@param subcommand? string
+function M.command(subcommand)
+  subcommand = subcommand or 'status'
+  if subcommand == 'start' then
+    M.start()
+  elseif subcommand == 'stop' then
+    M.stop()
+  elseif subcommand == 'restart' then
+    M.restart()
+  elseif subcommand == 'status' then
+    vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
+  else
+    vim.notify(('gemini-companion: unknown subcommand %q (start, stop, restart, status)'):format(subcommand), vim.log.levels.ERROR)
+  end
+end
+
+return M

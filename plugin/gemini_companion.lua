@@ -1,0 +1,75 @@
+-- gemini-companion.nvim: commands and autocommands only; everything else loads on first use.
+if vim.g.loaded_gemini_companion then
+  return
+end
+vim.g.loaded_gemini_companion = true
+
+if vim.fn.has('nvim-0.10') == 0 then
+  vim.schedule(function()
+    vim.notify('gemini-companion.nvim needs Neovim >= 0.10', vim.log.levels.ERROR)
+  end)
+  return
+end
+
+-- The plugin's own venv hosts the server, unless the user already chose a Python host
+-- (or opted out with vim.g.gemini_companion_python_host = false). See :h gemini-companion-python.
+if vim.g.python3_host_prog == nil and vim.g.gemini_companion_python_host ~= false then
+  local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h')
+  local python = root .. '/.venv/bin/python'
+  if vim.uv.fs_stat(python) then
+    vim.g.python3_host_prog = python
+  end
+end
+
+local function companion()
+  return require('gemini_companion')
+end
+
+vim.api.nvim_create_user_command('GeminiCompanion', function(opts)
+  companion().command(opts.fargs[1])
+end, {
+  nargs = '?',
+  desc = 'gemini-companion: start|stop|restart|status',
+  complete = function(lead)
+    return vim.tbl_filter(function(name)
+      return vim.startswith(name, lead)
+    end, { 'start', 'stop', 'restart', 'status' })
+  end,
+})
+vim.api.nvim_create_user_command('GeminiCompanionStatus', function()
+  companion().command('status')
+end, { desc = 'gemini-companion: show server status' })
+
+local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
+if vim.v.vim_did_enter == 1 then
+  vim.schedule(function()
+    companion().autostart()
+  end)
+else
+  vim.api.nvim_create_autocmd('VimEnter', {
+    group = group,
+    once = true,
+    -- Deferred: the host (a Python process) must not start inside startup itself.
+    callback = function()
+      vim.defer_fn(function()
+        companion().autostart()
+      end, 0)
+    end,
+  })
+end
+vim.api.nvim_create_autocmd('VimLeavePre', {
+  group = group,
+  callback = function()
+    if package.loaded['gemini_companion'] then
+      companion().stop()
+    end
+  end,
+})
+vim.api.nvim_create_autocmd('DirChanged', {
+  group = group,
+  callback = function()
+    if package.loaded['gemini_companion'] then
+      companion().refresh_workspace()
+    end
+  end,
+})

@@ -1,0 +1,60 @@
+"""gemini-companion.nvim remote plugin: the thin pynvim entry point.
+
+Only pynvim is imported here, so loading the plugin costs the host nothing;
+the server and its dependencies load on a worker thread after `start`.
+Two functions carry every call from Lua: `GeminiCompanionNotify` (async, never
+blocks Neovim) and `GeminiCompanionRequest` (sync, for the few calls that must
+finish first, such as `stop` on VimLeavePre). New methods need no new manifest
+entry, so upgrades never require re-running :UpdateRemotePlugins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pynvim
+
+
+class _Editor:
+    """Neovim as seen from any thread of the host."""
+
+    def __init__(self, nvim: pynvim.Nvim) -> None:
+        self._nvim = nvim
+
+    def lua(self, code: str, *args: Any) -> None:
+        self._nvim.async_call(lambda: self._nvim.exec_lua(code, *args, async_=True))
+
+
+@pynvim.plugin
+class GeminiCompanionPlugin:
+    def __init__(self, nvim: pynvim.Nvim) -> None:
+        self._nvim = nvim
+        self._companion: Any = None
+
+    def _get(self) -> Any:
+        if self._companion is None:
+            from .companion import Companion
+
+            self._companion = Companion(_Editor(self._nvim))
+        return self._companion
+
+    @pynvim.function("GeminiCompanionNotify", sync=False)
+    def notify(self, args: list[Any]) -> None:
+        self._dispatch(args)
+
+    @pynvim.function("GeminiCompanionRequest", sync=True)
+    def request(self, args: list[Any]) -> Any:
+        return self._dispatch(args)
+
+    def _dispatch(self, args: list[Any]) -> Any:
+        method, params = args[0], (args[1] if len(args) > 1 else {})
+        companion = self._get()
+        if method == "start":
+            companion.start(int(params["nvim_pid"]), list(params.get("workspace", [])))
+        elif method == "stop":
+            companion.stop()
+        elif method == "workspace":
+            companion.set_workspace(list(params.get("workspace", [])))
+        elif method != "status":
+            raise ValueError(f"gemini-companion: unknown method {method!r}")
+        return companion.status()

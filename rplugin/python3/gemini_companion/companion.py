@@ -1,0 +1,230 @@
+"""Server lifecycle: bind, advertise, serve on a worker thread, stop and clean up.
+
+Runs in the rplugin host. `start`, `stop` and `set_workspace` are called on the
+host's main thread (from Neovim RPC); the worker thread imports the heavy
+server modules and serves. Whatever Neovim must know is pushed to the Lua side
+with `Editor.lua`, which is safe from any thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import discovery
+from .ide_pid import ide_pid
+
+ENV_KEYS = (
+    "GEMINI_CLI_IDE_SERVER_PORT",
+    "GEMINI_CLI_IDE_WORKSPACE_PATH",
+    "GEMINI_CLI_IDE_AUTH_TOKEN",
+    "GEMINI_CLI_IDE_PID",
+    "QWEN_CODE_IDE_SERVER_PORT",
+    "QWEN_CODE_IDE_WORKSPACE_PATH",
+)
+PLUGIN_ROOT = Path(__file__).resolve().parents[3]
+
+
+class Editor(Protocol):
+    def lua(self, code: str, *args: Any) -> None:
+        """Run Lua in Neovim without waiting; callable from any thread."""
+
+
+def bind_loopback() -> socket.socket:
+    """Bind 127.0.0.1 on a free port now, so the port is known before anything slow."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+class Companion:
+    def __init__(self, editor: Editor) -> None:
+        self._editor = editor
+        self._lock = threading.RLock()
+        self._server: Any = None  # mcp_server.McpServer, imported on the worker thread
+        self._thread: threading.Thread | None = None
+        self._ad: discovery.Advertisement | None = None
+        self._files: list[Path] = []
+        self._state = "stopped"  # stopped | starting | running | failed
+        self._error: str | None = None
+        self._clients: list[dict[str, Any]] = []
+        self._nvim_pid = 0
+        atexit.register(self._remove_files)
+
+    # --- called on the host's main thread ---------------------------------
+
+    def start(self, nvim_pid: int, workspace: list[str]) -> None:
+        with self._lock:
+            if self._state in ("starting", "running"):
+                return
+            self._nvim_pid = nvim_pid
+            self._error = None
+            self._clients = []
+            swept = discovery.sweep_stale()
+            sock = bind_loopback()
+            port = sock.getsockname()[1]
+            self._ad = discovery.Advertisement(
+                port=port,
+                token=secrets.token_urlsafe(32),
+                ide_pid=ide_pid(nvim_pid),
+                nvim_pid=nvim_pid,
+                workspace=_clean_roots(workspace),
+            )
+            self._state = "starting"
+            self._advertise()
+            self._thread = threading.Thread(
+                target=self._serve, args=(sock, self._ad), name="gemini-companion", daemon=True
+            )
+            self._thread.start()
+            if swept:
+                self._notify(f"removed {len(swept)} stale discovery file(s)", "debug")
+
+    def stop(self) -> None:
+        with self._lock:
+            self._remove_files()
+            server = self._server
+            self._server = self._thread = None
+            self._ad = None
+            self._clients = []
+            if self._state != "failed":
+                self._state = "stopped"
+            self._push()
+        # No join: the files are gone already, and the port closes as the worker
+        # winds down (or with the host process, which exits with Neovim).
+        if server is not None:
+            server.request_exit()
+
+    def set_workspace(self, workspace: list[str]) -> None:
+        with self._lock:
+            if self._ad is None:
+                return
+            roots = _clean_roots(workspace)
+            if roots == self._ad.workspace:
+                return
+            self._ad = discovery.Advertisement(**{**self._ad.__dict__, "workspace": roots})
+            self._advertise()
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            ad = self._ad
+            return {
+                "running": self._state == "running",
+                "state": self._state,
+                "error": self._error,
+                "port": ad.port if ad else None,
+                "pid": ad.ide_pid if ad else None,
+                "nvim_pid": self._nvim_pid or None,
+                "host_pid": os.getpid(),
+                "python": sys.executable,
+                "workspace": list(ad.workspace) if ad else [],
+                "discovery_files": [str(p) for p in self._files],
+                "clients": list(self._clients),
+            }
+
+    # --- worker thread ----------------------------------------------------
+
+    def _serve(self, sock: socket.socket, ad: discovery.Advertisement) -> None:
+        try:
+            from . import mcp_server
+        except ImportError as err:
+            self._fail(
+                f"the Python host {sys.executable} cannot import {err.name or err}: "
+                f"run `make install` in {PLUGIN_ROOT}, then restart Neovim"
+            )
+            sock.close()
+            return
+        hooks = mcp_server.Hooks(
+            on_ready=self._on_ready,
+            on_failed=self._fail,
+            on_clients=self._on_clients,
+            on_stream_open=_nothing_to_send,
+        )
+        server = mcp_server.McpServer(sock, ad.token, ad.port, hooks, mcp_server.Limits())
+        with self._lock:
+            if self._ad is not ad:  # stopped while we were importing
+                sock.close()
+                return
+            self._server = server
+        server.run()
+        sock.close()
+
+    def _on_ready(self) -> None:
+        with self._lock:
+            if self._state == "starting":
+                self._state = "running"
+                self._push()
+
+    def _on_clients(self, clients: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._clients = clients
+            self._push()
+
+    def _fail(self, message: str) -> None:
+        with self._lock:
+            self._remove_files()
+            self._ad = None
+            self._server = None
+            self._state = "failed"
+            self._error = message
+            self._push()
+        self._notify(message, "error")
+
+    # --- helpers ----------------------------------------------------------
+
+    def _advertise(self) -> None:
+        """(Re)write the discovery files and terminal environment; lock held."""
+        assert self._ad is not None
+        written, errors = discovery.write_all(self._ad)
+        self._files = written
+        self._push()
+        for line in errors:
+            self._notify(line, "error")
+
+    def _remove_files(self) -> None:
+        for path in self._files:
+            discovery.remove(path)
+        self._files = []
+
+    def _env(self) -> dict[str, str | bool]:
+        ad = self._ad
+        if ad is None:
+            return {key: False for key in ENV_KEYS}  # False unsets it in Neovim
+        return {
+            "GEMINI_CLI_IDE_SERVER_PORT": str(ad.port),
+            "GEMINI_CLI_IDE_WORKSPACE_PATH": ad.workspace_path,
+            "GEMINI_CLI_IDE_AUTH_TOKEN": ad.token,
+            "GEMINI_CLI_IDE_PID": str(ad.ide_pid),
+            "QWEN_CODE_IDE_SERVER_PORT": str(ad.port),
+            "QWEN_CODE_IDE_WORKSPACE_PATH": ad.workspace_path,
+        }
+
+    def _push(self) -> None:
+        self._editor.lua("require('gemini_companion.state').update(...)", self.status(), self._env())
+
+    def _notify(self, message: str, level: str) -> None:
+        self._editor.lua("require('gemini_companion.state').notify(...)", message, level)
+
+
+async def _nothing_to_send(_session_id: str) -> None:
+    return None
+
+
+def _clean_roots(roots: list[str]) -> list[str]:
+    """Absolute, existing, de-duplicated workspace roots, in the given order."""
+    seen: list[str] = []
+    for root in roots:
+        # The CLIs split workspacePath on ':', so such a root cannot be advertised.
+        if not isinstance(root, str) or not os.path.isabs(root) or os.pathsep in root:
+            continue
+        path = os.path.realpath(root)
+        if os.path.isdir(path) and path not in seen:
+            seen.append(path)
+    return seen

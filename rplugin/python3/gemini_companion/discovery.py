@@ -1,0 +1,253 @@
+"""Discovery files: where Gemini CLI and Qwen Code look for this server.
+
+Standard library only, so `health_probe.py` can use it from a plain interpreter.
+Files hold the auth token: they are created 0600 under an exclusive temporary
+name and renamed into place, relative to a checked directory descriptor, so no
+write ever goes through a symlink or lands in a directory another user controls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GEMINI_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+QWEN_FILE_RE = re.compile(r"^(\d+)\.lock$")
+IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
+# Our own marker in every file we write: the host process that serves it.
+# A file whose host is dead is stale even if its port was reused (T7).
+OWNER_FIELD = "neovimCompanionPid"
+
+
+class DiscoveryError(Exception):
+    """A discovery directory or file cannot be used safely."""
+
+
+def node_tmpdir(environ: dict[str, str] | None = None) -> str:
+    """Node's `os.tmpdir()` on POSIX: TMPDIR, TMP, TEMP, else /tmp; one trailing slash dropped."""
+    env = os.environ if environ is None else environ
+    path = env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or "/tmp"
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    return path
+
+
+def gemini_dir(environ: dict[str, str] | None = None) -> Path:
+    return Path(node_tmpdir(environ)) / "gemini" / "ide"
+
+
+def qwen_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    home = env.get("QWEN_HOME") or os.path.join(os.path.expanduser("~"), ".qwen")
+    return Path(home) / "ide"
+
+
+def gemini_file_name(ide_pid: int, port: int) -> str:
+    return f"gemini-ide-server-{ide_pid}-{port}.json"
+
+
+def qwen_file_name(port: int) -> str:
+    return f"{port}.lock"
+
+
+def check_dir(path: Path) -> str | None:
+    """Why `path` is unsafe for secrets (None when it is fine).
+
+    It must be a real directory (not a symlink), owned by us, and not writable by
+    group or others unless the sticky bit is set.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return f"{path} does not exist"
+    except OSError as err:
+        return f"{path}: {err.strerror}"
+    return _check_dir_stat(path, st)
+
+
+def _check_dir_stat(path: Path, st: os.stat_result) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symlink"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}) without the sticky bit"
+    return None
+
+
+def ensure_dir(path: Path, levels: int) -> None:
+    """Create `path` and its last `levels - 1` parents (mode 0700) and check each of them."""
+    chain = [path, *list(path.parents)[: levels - 1]]
+    for directory in reversed(chain):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as err:
+            raise DiscoveryError(f"cannot create {directory}: {err.strerror}") from err
+        problem = check_dir(directory)
+        if problem:
+            raise DiscoveryError(f"refusing to use {directory}: {problem}")
+
+
+def _open_dir(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    problem = _check_dir_stat(path, os.fstat(fd))
+    if problem:
+        os.close(fd)
+        raise DiscoveryError(f"refusing to use {path}: {problem}")
+    return fd
+
+
+def write_secret_json(directory: Path, name: str, data: dict[str, Any]) -> Path:
+    """Write `data` to directory/name atomically, mode 0600 from the first byte."""
+    payload = json.dumps(data).encode()
+    dfd = _open_dir(directory)
+    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
+        try:
+            os.write(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # rename() replaces a symlink at `name` instead of following it.
+        os.rename(temp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except OSError as err:
+        try:
+            os.unlink(temp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise DiscoveryError(f"cannot write {directory / name}: {err.strerror}") from err
+    finally:
+        os.close(dfd)
+    return directory / name
+
+
+def remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+@dataclass(frozen=True)
+class Advertisement:
+    """What both CLIs need to find and trust this server."""
+
+    port: int
+    token: str
+    ide_pid: int
+    nvim_pid: int
+    workspace: list[str]
+
+    @property
+    def workspace_path(self) -> str:
+        return os.pathsep.join(self.workspace)
+
+    def gemini_payload(self) -> dict[str, Any]:
+        return {
+            "port": self.port,
+            "workspacePath": self.workspace_path,
+            "authToken": self.token,
+            "ideInfo": IDE_INFO,
+            OWNER_FIELD: os.getpid(),
+        }
+
+    def qwen_payload(self) -> dict[str, Any]:
+        return {
+            "port": self.port,
+            "workspacePath": self.workspace_path,
+            "authToken": self.token,
+            # Qwen deletes lock files whose ppid is dead: Neovim outlives nothing we serve.
+            "ppid": self.nvim_pid,
+            "ideInfo": IDE_INFO,
+            "ideName": IDE_INFO["displayName"],
+            OWNER_FIELD: os.getpid(),
+        }
+
+
+def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
+    """Write the Gemini and Qwen files; return the paths written and one error line per failure."""
+    written: list[Path] = []
+    errors: list[str] = []
+    targets = [
+        (gemini_dir(), 3, gemini_file_name(ad.ide_pid, ad.port), ad.gemini_payload()),
+        (qwen_dir(), 2, qwen_file_name(ad.port), ad.qwen_payload()),
+    ]
+    for directory, levels, name, payload in targets:
+        try:
+            ensure_dir(directory, levels)
+            written.append(write_secret_json(directory, name, payload))
+        except DiscoveryError as err:
+            errors.append(str(err))
+    return written, errors
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def port_listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+def _is_stale(path: Path, name_pid: int | None, port: int) -> bool:
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            return False
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    owner = data.get(OWNER_FIELD) if isinstance(data, dict) else None
+    if isinstance(owner, int):
+        return owner != os.getpid() and not pid_alive(owner)
+    # Someone else's file: only when nobody can be behind it.
+    pid = name_pid if name_pid is not None else data.get("ppid") if isinstance(data, dict) else None
+    pid_dead = not isinstance(pid, int) or not pid_alive(pid)
+    return pid_dead and not port_listening(port)
+
+
+def sweep_stale() -> list[Path]:
+    """Delete this user's discovery files whose server is gone; return what was removed."""
+    removed: list[Path] = []
+    for directory, pattern in ((gemini_dir(), GEMINI_FILE_RE), (qwen_dir(), QWEN_FILE_RE)):
+        if check_dir(directory):
+            continue
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            match = pattern.match(name)
+            if not match:
+                continue
+            groups = [int(g) for g in match.groups()]
+            name_pid, port = (groups[0], groups[1]) if len(groups) == 2 else (None, groups[0])
+            path = directory / name
+            if _is_stale(path, name_pid, port):
+                remove(path)
+                removed.append(path)
+    return removed

@@ -1,0 +1,104 @@
+"""ASGI gate in front of the MCP app: every request proves it is local and ours.
+
+Checks, in order, before any byte of the body is read or any handler runs:
+Host is 127.0.0.1:PORT or localhost:PORT (DNS rebinding), no Origin header at
+all (browsers always send one; the CLIs never do), path is /mcp, and
+`Authorization: Bearer <token>` compared in constant time as bytes.
+WebSocket upgrades are refused outright.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+import logging
+from typing import Any
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+StreamHook = Callable[[str, bool], None]
+
+MCP_PATH = "/mcp"
+log = logging.getLogger(__name__)
+
+
+async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = ('{"error":"%s"}' % message).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestGuard:
+    """Wraps the MCP ASGI app; `on_stream(session_id, open)` reports client GET streams."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        port: int,
+        max_body: int,
+        on_stream: StreamHook | None = None,
+    ) -> None:
+        self._app = app
+        self._expected = b"Bearer " + token.encode()
+        self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self._max_body = max_body
+        self._on_stream = on_stream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._app(scope, receive, send)
+            return
+        if kind == "websocket":
+            # Closing before accept makes the server answer HTTP 403, never 101.
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name, value)
+        if headers.get(b"host") not in self._hosts:
+            await _reply(send, 421, "bad host")
+            return
+        if b"origin" in headers:
+            await _reply(send, 403, "origin not allowed")
+            return
+        if scope["path"] != MCP_PATH:
+            await _reply(send, 404, "not found")
+            return
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
+            await _reply(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
+            return
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self._max_body):
+            await _reply(send, 413, "request body too large")
+            return
+        session = headers.get(b"mcp-session-id", b"").decode("latin-1")
+        log.debug("%s %s session=%s", scope["method"], scope["path"], session[:8])
+        if scope["method"] == "GET" and session and self._on_stream:
+            await self._serve_stream(session, scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+    async def _serve_stream(self, session: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a client's GET stream and tell the hook when it opens and when it ends."""
+        assert self._on_stream is not None
+        opened = False
+
+        async def watch(message: dict[str, Any]) -> None:
+            nonlocal opened
+            log.debug("stream %s: %s %s", session[:8], message["type"], message.get("status"))
+            await send(message)
+            if message["type"] == "http.response.start" and message["status"] == 200 and not opened:
+                opened = True
+                self._on_stream(session, True)  # type: ignore[misc]
+
+        try:
+            await self._app(scope, receive, watch)
+        finally:
+            if opened:
+                self._on_stream(session, False)
