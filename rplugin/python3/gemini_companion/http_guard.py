@@ -10,8 +10,8 @@ WebSocket upgrades are refused outright.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 Scope = dict[str, Any]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +19,15 @@ import uvicorn
 from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
+from .feature import Tool, error
 from .http_guard import MCP_PATH, RequestGuard
 
 log = logging.getLogger(__name__)
 
 KEEPALIVE_SECONDS = 20.0  # the client gives up after ~300 s of silence on its stream
+# A client whose stream stays closed this long is gone (its process died: clients never
+# send DELETE). A live client reopens a dropped stream within a few seconds.
+STREAM_GRACE_SECONDS = 10.0
 NOTIFY_TIMEOUT_SECONDS = 5.0  # one stuck client must not hold up the others
 
 
@@ -34,17 +38,6 @@ class Limits:
     # Only counts while a client has no request or stream open: a live CLI
     # always holds its GET stream, so this reaps clients that vanished.
     session_idle_seconds: float = 600.0
-
-
-ToolHandler = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    handler: ToolHandler
 
 
 @dataclass
@@ -67,7 +60,7 @@ class Hooks:
     on_failed: Callable[[str], None]
     on_clients: Callable[[list[dict[str, Any]]], None]
     # A client's notification stream just opened: the place to send it current state.
-    on_stream_open: Callable[[str], Awaitable[None]]
+    on_stream_open: Callable[[str], Coroutine[Any, Any, None]]
     on_client_gone: Callable[[str], None] = lambda _sid: None
     tools: list[Tool] = field(default_factory=list)
 
@@ -80,7 +73,9 @@ class McpServer:
         self._hooks = hooks
         self._limits = limits
         self._clients: dict[str, Client] = {}
+        self._connections: dict[str, Any] = {}
         self._streams: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._exit_requested = False
@@ -113,7 +108,7 @@ class McpServer:
         self._loop = loop
         try:
             loop.run_until_complete(self._serve())
-        except Exception as err:  # noqa: BLE001 - reported to the user, never raised into Neovim
+        except Exception as err:
             log.exception("server failed")
             self._hooks.on_failed(f"{type(err).__name__}: {err}")
         finally:
@@ -157,10 +152,12 @@ class McpServer:
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             tool = tools.get(params.name)
-            if tool is None:
-                return error_result(f"unknown tool: {params.name}")
             session_id = _connection(ctx).session_id or ""
-            return await tool.handler(session_id, dict(params.arguments or {}))
+            if tool is None:
+                result = error(f"unknown tool: {params.name}")
+            else:
+                result = await tool.handler(session_id, dict(params.arguments or {}))
+            return types.CallToolResult.model_validate(result)
 
         async def initialized(ctx: Any, params: Any) -> None:
             self._register(_connection(ctx))
@@ -193,7 +190,7 @@ class McpServer:
                 await guarded(scope, receive, send)
                 return
 
-            async def watch(message: dict[str, Any]) -> None:
+            async def watch(message: Any) -> None:
                 await send(message)
                 if message["type"] == "lifespan.startup.complete":
                     self._hooks.on_ready()
@@ -206,6 +203,14 @@ class McpServer:
         session_id = connection.session_id
         if not session_id:
             return
+        if session_id not in self._connections:
+            self._connections[session_id] = connection
+
+            async def forget() -> None:
+                self._connections.pop(session_id, None)
+                self._drop(session_id)
+
+            connection.exit_stack.push_async_callback(forget)
         info = connection.client_params.client_info if connection.client_params else None
         client = Client(
             session_id=session_id,
@@ -215,33 +220,48 @@ class McpServer:
             stream_open=session_id in self._streams,
         )
         self._clients[session_id] = client
+        self._publish_clients()
+        if client.stream_open:
+            self._spawn(self._hooks.on_stream_open(session_id))
 
-        async def unregister() -> None:
-            self._clients.pop(session_id, None)
-            self._streams.discard(session_id)
+    def _drop(self, session_id: str) -> None:
+        self._streams.discard(session_id)
+        if self._clients.pop(session_id, None) is not None:
             self._hooks.on_client_gone(session_id)
             self._publish_clients()
 
-        connection.exit_stack.push_async_callback(unregister)
-        self._publish_clients()
-        if client.stream_open:
-            asyncio.get_running_loop().create_task(self._hooks.on_stream_open(session_id))
-
     def _on_stream(self, session_id: str, is_open: bool) -> None:
-        client = self._clients.get(session_id)
+        loop = asyncio.get_running_loop()
         if is_open:
             self._streams.add(session_id)
+            if session_id not in self._clients and session_id in self._connections:
+                self._register(self._connections[session_id])  # back after a drop: a live client
+                return
         else:
             self._streams.discard(session_id)
+            loop.call_later(STREAM_GRACE_SECONDS, self._drop_if_closed, session_id)
+        client = self._clients.get(session_id)
         if client is None:
             return
         client.stream_open = is_open
         self._publish_clients()
         if is_open:
-            asyncio.get_running_loop().create_task(self._hooks.on_stream_open(session_id))
+            self._spawn(self._hooks.on_stream_open(session_id))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._tasks.discard)
+
+    def _drop_if_closed(self, session_id: str) -> None:
+        if session_id not in self._streams:
+            self._drop(session_id)
 
     def _publish_clients(self) -> None:
         self._hooks.on_clients([c.describe() for c in self._clients.values()])
+
+    def send_threadsafe(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
+        self.submit(self.send(session_id, method, params))
 
     async def send(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
         client = self._clients.get(session_id)
@@ -267,11 +287,3 @@ def _connection(ctx: Any) -> Any:
     # for the connection behind it; we need that connection to push notifications
     # on the client's standalone stream later, outside any request.
     return ctx.session._connection
-
-
-def error_result(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-
-
-def text_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)])

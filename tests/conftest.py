@@ -1,0 +1,281 @@
+"""Fixtures: a real headless Neovim with the real rplugin host, and the real Gemini client.
+
+Every test gets its own HOME, TMPDIR (so its own discovery directory), XDG dirs and
+project directory, so tests never see each other's files. Nothing here sleeps for
+a fixed time: conditions are polled with generous, bounded timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pynvim
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+INIT = TESTS / "init.lua"
+NODE_DIR = TESTS / "node"
+TIMEOUT = 60.0  # generous: CI machines are shared and often loaded
+
+
+def nvim_binary() -> str:
+    explicit = os.environ.get("GEMINI_COMPANION_NVIM")
+    if explicit:
+        return explicit
+    recorded = ROOT / ".venv" / "nvim-path"
+    return recorded.read_text().strip() if recorded.exists() else "nvim"
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The rplugin manifest, generated once by a real :UpdateRemotePlugins."""
+    path = tmp_path_factory.mktemp("manifest") / "rplugin.vim"
+    env = dict(os.environ, NVIM_RPLUGIN_MANIFEST=str(path), GEMINI_COMPANION_PYTHON=sys.executable)
+    subprocess.run(
+        [nvim_binary(), "--headless", "-u", str(INIT), "+UpdateRemotePlugins", "+qa!"],
+        env=env,
+        check=True,
+        timeout=TIMEOUT,
+        capture_output=True,
+    )
+    assert "GeminiCompanionNotify" in path.read_text()
+    return path
+
+
+class Sandbox:
+    """One test's world: directories and the environment every process in it sees."""
+
+    def __init__(self, base: Path, manifest: Path) -> None:
+        self.base = base
+        self.home = base / "home"
+        self.tmp = base / "tmp"
+        self.project = base / "project"
+        for path in (self.home, self.tmp, self.project):
+            path.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("GEMINI_CLI_IDE_", "QWEN_CODE_IDE_", "NVIM", "XDG_"))
+            and key not in ("QWEN_HOME", "GEMINI_COMPANION_SETUP")
+        }
+        self.env.update(
+            HOME=str(self.home),
+            TMPDIR=str(self.tmp),
+            XDG_CONFIG_HOME=str(base / "config"),
+            XDG_DATA_HOME=str(base / "data"),
+            XDG_STATE_HOME=str(base / "state"),
+            XDG_CACHE_HOME=str(base / "cache"),
+            NVIM_RPLUGIN_MANIFEST=str(manifest),
+            GEMINI_COMPANION_PYTHON=sys.executable,
+            # /.dockerenv exists on CI machines: without this the client dials host.docker.internal.
+            SSH_CONNECTION="127.0.0.1 1 127.0.0.1 2",
+        )
+
+    @property
+    def gemini_dir(self) -> Path:
+        return self.tmp / "gemini" / "ide"
+
+    @property
+    def qwen_dir(self) -> Path:
+        return self.home / ".qwen" / "ide"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, manifest: Path) -> Sandbox:
+    return Sandbox(tmp_path, manifest)
+
+
+class Editor:
+    """A child `nvim --embed` driven over msgpack-RPC, with helpers for the plugin's state."""
+
+    def __init__(self, sandbox: Sandbox, setup: dict[str, Any] | None = None, args: list[str] | None = None):
+        env = dict(sandbox.env)
+        if setup is not None:
+            env["GEMINI_COMPANION_SETUP"] = json.dumps(setup)
+        argv = [nvim_binary(), "--embed", "--headless", "-u", str(INIT), *(args or [])]
+        # pynvim's child session inherits this process's environment and cwd.
+        saved_env, saved_cwd = dict(os.environ), os.getcwd()
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(sandbox.project)
+        try:
+            self.nvim = pynvim.attach("child", argv=argv)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved_env)
+            os.chdir(saved_cwd)
+        self.sandbox = sandbox
+        self.pid: int = self.nvim.funcs.getpid()
+
+    def lua(self, code: str, *args: Any) -> Any:
+        return self.nvim.exec_lua(code, *args)
+
+    def status(self) -> dict[str, Any]:
+        return self.lua("return require('gemini_companion').status()")
+
+    def wait_state(self, state: str, timeout: float = TIMEOUT) -> dict[str, Any]:
+        return wait_for(lambda: (s := self.status())["state"] == state and s, timeout, f"server state {state!r}")
+
+    def env(self, key: str) -> str | None:
+        value = self.lua("return vim.env[...]", key)
+        return value if isinstance(value, str) else None
+
+    def messages(self) -> str:
+        return self.nvim.exec("messages", True)
+
+    def close(self) -> None:
+        try:
+            self.nvim.command("qa!")
+        except Exception:  # noqa: BLE001 - the channel closes as Neovim exits
+            pass
+        try:
+            self.nvim.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+@pytest.fixture
+def editor_factory(sandbox: Sandbox) -> Iterator[Callable[..., Editor]]:
+    editors: list[Editor] = []
+
+    def make(setup: dict[str, Any] | None = None, args: list[str] | None = None) -> Editor:
+        editor = Editor(sandbox, setup, args)
+        editors.append(editor)
+        return editor
+
+    yield make
+    for editor in editors:
+        editor.close()
+
+
+@pytest.fixture
+def editor(editor_factory: Callable[..., Editor]) -> Editor:
+    """A Neovim whose companion server is up."""
+    ed = editor_factory()
+    ed.wait_state("running")
+    return ed
+
+
+class NodeClient:
+    """A real CLI's IDE client, run by a Node driver script (see tests/node/*.mjs)."""
+
+    def __init__(self, script: str, env: dict[str, str], cwd: Path, node: str = "node") -> None:
+        self.proc = subprocess.Popen(
+            [node, str(NODE_DIR / script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            text=True,
+        )
+        self._next_id = 0
+        self._replies: dict[int, dict[str, Any]] = {}
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.stderr: list[str] = []
+        self._lock = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            message = json.loads(line)
+            if "event" in message:
+                self.events.put(message)
+                continue
+            with self._lock:
+                self._replies[message["id"]] = message
+                self._lock.notify_all()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def send(self, cmd: str, **params: Any) -> int:
+        self._next_id += 1
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"id": self._next_id, "cmd": cmd, **params}) + "\n")
+        self.proc.stdin.flush()
+        return self._next_id
+
+    def reply(self, request_id: int, timeout: float = TIMEOUT) -> dict[str, Any]:
+        with self._lock:
+            if not self._lock.wait_for(lambda: request_id in self._replies, timeout):
+                raise AssertionError(f"no reply to request {request_id}; stderr tail: {self.stderr[-5:]}")
+            return self._replies.pop(request_id)
+
+    def call(self, cmd: str, timeout: float = TIMEOUT, **params: Any) -> Any:
+        message = self.reply(self.send(cmd, **params), timeout)
+        if not message["ok"]:
+            raise AssertionError(f"{cmd} failed: {message['error']}")
+        return message["result"]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(TIMEOUT)
+
+
+def client_env(editor: Editor, **overrides: str) -> dict[str, str]:
+    """What a CLI started in the editor's :terminal would see (inherited variables included)."""
+    env = dict(editor.sandbox.env)
+    for key in (
+        "GEMINI_CLI_IDE_SERVER_PORT",
+        "GEMINI_CLI_IDE_WORKSPACE_PATH",
+        "GEMINI_CLI_IDE_AUTH_TOKEN",
+        "GEMINI_CLI_IDE_PID",
+        "QWEN_CODE_IDE_SERVER_PORT",
+        "QWEN_CODE_IDE_WORKSPACE_PATH",
+    ):
+        value = editor.env(key)
+        if value is not None:
+            env[key] = value
+    env.update(overrides)
+    return env
+
+
+@pytest.fixture
+def gemini_factory(sandbox: Sandbox) -> Iterator[Callable[..., NodeClient]]:
+    clients: list[NodeClient] = []
+
+    def make(editor: Editor, cwd: Path | None = None, **env_overrides: str) -> NodeClient:
+        client = NodeClient("gemini_client.mjs", client_env(editor, **env_overrides), cwd or sandbox.project)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def gemini(editor: Editor, gemini_factory: Callable[..., NodeClient]) -> NodeClient:
+    """The real Gemini IDE client, connected to `editor`."""
+    client = gemini_factory(editor)
+    result = client.call("connect")
+    assert result["status"] == "connected", result
+    return client
