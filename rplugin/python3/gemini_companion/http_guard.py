@@ -10,13 +10,15 @@ WebSocket upgrades are refused outright.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Message = MutableMapping[str, Any]
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 StreamHook = Callable[[str, bool], None]
 
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = ('{"error":"%s"}' % message).encode()
+    body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
     await send({"type": "http.response.body", "body": body})
@@ -89,7 +91,7 @@ class RequestGuard:
         assert self._on_stream is not None
         opened = False
 
-        async def watch(message: dict[str, Any]) -> None:
+        async def watch(message: Message) -> None:
             nonlocal opened
             log.debug("stream %s: %s %s", session[:8], message["type"], message.get("status"))
             await send(message)
