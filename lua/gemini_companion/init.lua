@@ -52,7 +52,7 @@ end
 --- Synchronous: the discovery files are gone when this returns.
 function M.stop()
   if host.started then
-    host.request('stop')
+    state.update(host.request('stop'))
   end
 end
 

@@ -16,10 +16,17 @@ local M = {}
 ---@type gemini_companion.Status
 M.current = { running = false, state = 'stopped', workspace = {}, discovery_files = {}, clients = {}, diffs = {} }
 
---- Called by the host with its status and the environment terminals must inherit.
----@param status table
----@param env table<string, string|false>
-function M.update(status, env)
+local seq = 0
+
+--- Apply a snapshot from the host: its status and the environment terminals must inherit.
+--- Snapshots are numbered; one overtaken by a newer (e.g. a synchronous reply) is dropped.
+---@param snapshot {seq: integer, status: table, env: table<string, string|false>}
+function M.update(snapshot)
+  if type(snapshot) ~= 'table' or snapshot.seq == nil or snapshot.seq <= seq then
+    return
+  end
+  seq = snapshot.seq
+  local status, env = snapshot.status, snapshot.env
   for key, value in pairs(status) do
     if value == vim.NIL then
       status[key] = nil

@@ -63,6 +63,7 @@ class Companion:
         self._error: str | None = None
         self._clients: list[dict[str, Any]] = []
         self._nvim_pid = 0
+        self._seq = 0
         self._features: list[Feature] = []
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -96,7 +97,7 @@ class Companion:
         if handler is None:
             raise ValueError(f"gemini-companion: unknown method {method!r}")
         result = handler(params)
-        return self.status() if result is None else result
+        return self.snapshot() if result is None else result
 
     # --- called on the host's main thread ---------------------------------
 
@@ -260,8 +261,14 @@ class Companion:
             "QWEN_CODE_IDE_WORKSPACE_PATH": ad.workspace_path,
         }
 
+    def snapshot(self) -> dict[str, Any]:
+        """Status and terminal environment, numbered so Neovim can drop one that arrives late."""
+        with self._lock:
+            self._seq += 1
+            return {"seq": self._seq, "status": self.status(), "env": self._env()}
+
     def _push(self) -> None:
-        self._editor.lua("require('gemini_companion.state').update(...)", self.status(), self._env())
+        self._editor.lua("require('gemini_companion.state').update(...)", self.snapshot())
 
     def _notify(self, message: str, level: str) -> None:
         self._editor.lua("require('gemini_companion.state').notify(...)", message, level)

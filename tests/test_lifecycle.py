@@ -1,0 +1,202 @@
+"""Start, stop, exit, crash and restart: files, ports, environment and processes end up right."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+
+import psutil
+import pytest
+from conftest import NODE_DIR, TIMEOUT, Editor, wait_for
+
+
+def port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def host_process(editor: Editor) -> psutil.Process:
+    return psutil.Process(editor.status()["host_pid"])
+
+
+def test_qa_removes_files_closes_port_and_ends_host(editor, sandbox):
+    status = editor.status()
+    host = host_process(editor)
+    files = [*sandbox.gemini_dir.iterdir(), *sandbox.qwen_dir.iterdir()]
+    assert len(files) == 2
+    editor.close()
+    assert not any(path.exists() for path in files)
+    host.wait(TIMEOUT)
+    wait_for(lambda: not port_open(status["port"]), what="port closed")
+
+
+def test_sigkill_of_neovim_ends_host_which_removes_its_files(editor_factory, sandbox):
+    editor = editor_factory()
+    editor.wait_state("running")
+    host = host_process(editor)
+    os.kill(editor.pid, signal.SIGKILL)
+    host.wait(TIMEOUT)  # stdin EOF ends the host; the server thread is a daemon
+    assert list(sandbox.gemini_dir.iterdir()) == []
+    assert list(sandbox.qwen_dir.iterdir()) == []
+
+
+def test_editor_and_host_killed_then_next_start_sweeps(editor_factory, sandbox):
+    first = editor_factory()
+    first.wait_state("running")
+    host = host_process(first)
+    host.kill()
+    host.wait(TIMEOUT)
+    os.kill(first.pid, signal.SIGKILL)
+    assert len(list(sandbox.gemini_dir.iterdir())) == 1  # nobody could clean up
+
+    second = editor_factory()
+    status = second.wait_state("running")
+    remaining = sorted(p.name for p in sandbox.gemini_dir.iterdir())
+    assert remaining == [f"gemini-ide-server-{status['pid']}-{status['port']}.json"]
+    assert sorted(p.name for p in sandbox.qwen_dir.iterdir()) == [f"{status['port']}.lock"]
+
+
+def test_stale_file_whose_port_another_process_took_is_swept(editor_factory, sandbox):
+    """T7: the crashed editor's port now belongs to someone else; the file must still go."""
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    port = squatter.getsockname()[1]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    sandbox.gemini_dir.mkdir(parents=True, mode=0o700)
+    stale = sandbox.gemini_dir / f"gemini-ide-server-{os.getpid()}-{port}.json"
+    stale.write_text(json.dumps({"port": port, "workspacePath": "/", "authToken": "x", "neovimCompanionPid": dead.pid}))
+    try:
+        editor = editor_factory()
+        editor.wait_state("running")
+        assert not stale.exists()
+    finally:
+        squatter.close()
+
+
+def test_foreign_file_of_a_live_server_is_left_alone(editor_factory, sandbox):
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    port = squatter.getsockname()[1]
+    sandbox.gemini_dir.mkdir(parents=True, mode=0o700)
+    other = sandbox.gemini_dir / f"gemini-ide-server-{os.getpid()}-{port}.json"
+    other.write_text(json.dumps({"port": port, "workspacePath": "/", "authToken": "x"}))
+    try:
+        editor_factory().wait_state("running")
+        assert other.exists()
+    finally:
+        squatter.close()
+
+
+def test_stop_and_start_commands(editor, sandbox):
+    old = editor.status()
+    old_token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
+    editor.nvim.command("GeminiCompanion stop")
+    assert list(sandbox.gemini_dir.iterdir()) == []  # synchronous: gone when the command returns
+    assert editor.status()["state"] == "stopped"
+    assert editor.env("GEMINI_CLI_IDE_SERVER_PORT") is None
+    assert editor.env("GEMINI_CLI_IDE_AUTH_TOKEN") is None
+    wait_for(lambda: not port_open(old["port"]), what="old port closed")
+
+    editor.nvim.command("GeminiCompanion start")
+    new = editor.wait_state("running")
+    assert new["port"] != old["port"]
+    assert editor.env("GEMINI_CLI_IDE_AUTH_TOKEN") not in (None, old_token)
+    assert len(list(sandbox.gemini_dir.iterdir())) == 1
+
+
+def test_restart_rotates_the_token(editor):
+    token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
+    port = editor.status()["port"]
+    editor.nvim.command("GeminiCompanion restart")
+    wait_for(lambda: (s := editor.status())["state"] == "running" and s["port"] != port, what="restarted")
+    assert editor.env("GEMINI_CLI_IDE_AUTH_TOKEN") not in (None, token)
+
+
+def test_dir_changed_rewrites_files_and_environment(editor, sandbox, tmp_path):
+    other = tmp_path / "other project"
+    other.mkdir()
+    editor.nvim.command(f"cd {other}")
+    expected = os.path.realpath(other)
+    wait_for(lambda: editor.status()["workspace"] == [expected], what="workspace updated")
+    (gemini_file,) = sandbox.gemini_dir.iterdir()
+    assert json.loads(gemini_file.read_text())["workspacePath"] == expected
+    assert editor.env("GEMINI_CLI_IDE_WORKSPACE_PATH") == expected
+    assert editor.env("QWEN_CODE_IDE_WORKSPACE_PATH") == expected
+
+
+def test_extra_workspace_folders_are_advertised(editor_factory, sandbox, tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    editor = editor_factory(setup={"workspace_folders": [str(extra)]})
+    status = editor.wait_state("running")
+    assert status["workspace"] == [os.path.realpath(sandbox.project), os.path.realpath(extra)]
+    assert editor.env("GEMINI_CLI_IDE_WORKSPACE_PATH") == f"{os.path.realpath(sandbox.project)}:{extra}"
+
+
+def test_auto_start_can_be_disabled(editor_factory, sandbox):
+    editor = editor_factory(setup={"auto_start": False})
+    # Let startup and the deferred autostart run: a round trip through the event loop.
+    editor.lua("vim.wait(200, function() return false end)")
+    assert editor.status()["state"] == "stopped"
+    assert editor.lua("return require('gemini_companion.host').started") is False
+    assert not sandbox.gemini_dir.exists() or list(sandbox.gemini_dir.iterdir()) == []
+    editor.nvim.command("GeminiCompanion start")
+    editor.wait_state("running")
+
+
+def test_invalid_option_is_a_clear_error(editor_factory):
+    editor = editor_factory()
+    with pytest.raises(Exception, match="unknown option"):
+        editor.lua("require('gemini_companion').setup({ auto_strat = true })")
+    with pytest.raises(Exception, match="auto_start"):
+        editor.lua("require('gemini_companion').setup({ auto_start = 'yes' })")
+
+
+def test_terminal_inherits_connection_environment(editor, sandbox):
+    out = sandbox.base / "env.txt"
+    editor.nvim.command(
+        "terminal sh -c 'printenv GEMINI_CLI_IDE_SERVER_PORT GEMINI_CLI_IDE_PID QWEN_CODE_IDE_SERVER_PORT > "
+        f"{out}.tmp && mv {out}.tmp {out}'"
+    )
+    lines = wait_for(lambda: out.exists() and out.read_text().split(), what="terminal output")
+    status = editor.status()
+    assert lines == [str(status["port"]), str(status["pid"]), str(status["port"])]
+
+
+def test_gemini_in_a_terminal_shell_finds_the_server_by_pid_walk(editor, sandbox):
+    """The real client, started from a shell that Neovim spawned, with no connection variables."""
+    editor.lua(
+        """
+        local script, node = ...
+        _G.probe_out = {}
+        local cmd = 'unset GEMINI_CLI_IDE_SERVER_PORT GEMINI_CLI_IDE_AUTH_TOKEN GEMINI_CLI_IDE_PID'
+          .. ' GEMINI_CLI_IDE_WORKSPACE_PATH; ' .. node .. ' ' .. script .. '; true'
+        _G.probe_job = vim.fn.jobstart({ 'bash', '-c', cmd }, {
+          stdout_buffered = false,
+          on_stdout = function(_, data) vim.list_extend(_G.probe_out, data) end,
+        })
+        vim.fn.chansend(_G.probe_job, '{"id":1,"cmd":"connect"}\\n')
+        """,
+        str(NODE_DIR / "gemini_client.mjs"),
+        "node",
+    )
+
+    def connected():
+        for line in editor.lua("return _G.probe_out"):
+            if line.startswith('{"id":1'):
+                return json.loads(line)
+        return None
+
+    reply = wait_for(connected, what="client reply")
+    assert reply["result"]["status"] == "connected", reply
+    assert reply["result"]["ide"] == "Neovim"
+    editor.lua("vim.fn.jobstop(_G.probe_job)")
