@@ -48,10 +48,8 @@ def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str =
         time.sleep(0.02)
 
 
-@pytest.fixture(scope="session")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The rplugin manifest, generated once by a real :UpdateRemotePlugins."""
-    path = tmp_path_factory.mktemp("manifest") / "rplugin.vim"
+def generate_manifest(path: Path) -> Path:
+    """Write the rplugin manifest to `path` with a real :UpdateRemotePlugins."""
     env = dict(os.environ, NVIM_RPLUGIN_MANIFEST=str(path), GEMINI_COMPANION_PYTHON=sys.executable)
     subprocess.run(
         [nvim_binary(), "--headless", "-u", str(INIT), "+UpdateRemotePlugins", "+qa!"],
@@ -62,6 +60,11 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert "GeminiCompanionNotify" in path.read_text()
     return path
+
+
+@pytest.fixture(scope="session")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate_manifest(tmp_path_factory.mktemp("manifest") / "rplugin.vim")
 
 
 class Sandbox:

@@ -10,6 +10,7 @@ import subprocess
 
 import psutil
 import pytest
+
 from conftest import NODE_DIR, TIMEOUT, Editor, wait_for
 
 
@@ -200,3 +201,12 @@ def test_gemini_in_a_terminal_shell_finds_the_server_by_pid_walk(editor, sandbox
     assert reply["result"]["status"] == "connected", reply
     assert reply["result"]["ide"] == "Neovim"
     editor.lua("vim.fn.jobstop(_G.probe_job)")
+
+
+def test_host_is_not_spawned_during_startup(editor_factory, sandbox):
+    """The Python host starts after VimEnter, never inside init.lua or VimEnter itself."""
+    editor = editor_factory(
+        args=["--cmd", "autocmd VimEnter * let g:host_at_vimenter = remote#host#IsRunning('python3')"]
+    )
+    assert editor.nvim.vars["host_at_vimenter"] == 0
+    editor.wait_state("running")

@@ -1,0 +1,189 @@
+"""`make bench`: measure what the plugin costs and how fast it answers; print one table.
+
+A benchmark, not a test: it times things and never fails on a miss, it marks it.
+Each figure is a median over repeated runs on this machine (2 shared cores in CI,
+so expect noise); the target is printed beside it. Sections from
+tests/bench_*.py (each exporting `run() -> list[row]`) are appended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import psutil
+
+from conftest import INIT, NodeClient, Sandbox, client_env, generate_manifest, nvim_binary, wait_for
+
+Row = dict[str, Any]
+BARE_INIT = "vim.opt.shadafile = 'NONE'; vim.opt.swapfile = false"
+# Ticks of a 5 ms timer whose callback runs on Neovim's main loop (vim.schedule_wrap):
+# a gap between ticks is time in which Neovim could not have handled a key either.
+STALL_PROBE = """
+local last, worst = vim.uv.hrtime(), 0
+_G.bench_stall = function() return worst / 1e6 end
+_G.bench_stall_reset = function() worst = 0 end
+local timer = vim.uv.new_timer()
+timer:start(0, 5, vim.schedule_wrap(function()
+  local now = vim.uv.hrtime()
+  worst = math.max(worst, now - last)
+  last = now
+end))
+"""
+
+
+def row(name: str, value: float, unit: str, target: str, ok: bool) -> Row:
+    return {"name": name, "value": value, "unit": unit, "target": target, "ok": ok}
+
+
+def startup_ms(init: Path, env: dict[str, str], workdir: Path) -> float:
+    """Neovim's own --startuptime total, to the end of VimEnter processing."""
+    log = workdir / "startuptime.log"
+    log.unlink(missing_ok=True)
+    subprocess.run(
+        [nvim_binary(), "--headless", "--startuptime", str(log), "-u", str(init), "+qa!"],
+        env=env,
+        cwd=workdir,
+        check=True,
+        timeout=60,
+    )
+    started = [line for line in log.read_text().splitlines() if "NVIM STARTED" in line]
+    return float(started[-1].split()[0])
+
+
+def bench_startup(sandbox: Sandbox, repeats: int) -> list[Row]:
+    inits = {
+        "bare": BARE_INIT,  # not installed at all
+        "disabled": f"vim.g.loaded_gemini_companion = true\ndofile('{INIT}')",  # on runtimepath, plugin/ skipped
+        "full": f"dofile('{INIT}')",
+    }
+    times: dict[str, list[float]] = {name: [] for name in inits}
+    for name, body in inits.items():
+        (sandbox.base / f"{name}.lua").write_text(body)
+    for _ in range(repeats):  # interleaved, so machine load hits all alike
+        for name in inits:
+            times[name].append(startup_ms(sandbox.base / f"{name}.lua", sandbox.env, sandbox.project))
+    bare, disabled, full = (statistics.median(times[name]) for name in inits)
+    own = full / disabled
+    return [
+        row("startup, plugin not installed", bare, "ms", "-", True),
+        row("startup, on runtimepath but plugin/ skipped", disabled, "ms", "-", True),
+        row("startup, plugin loaded", full, "ms", "-", True),
+        row("startup ratio, plugin/ file (loaded / skipped)", own, "x", "<= 1.05", own <= 1.05),
+        row("startup ratio, all in (loaded / not installed)", full / bare, "x", "-", True),
+    ]
+
+
+def spawn_editor(sandbox: Sandbox, init: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [nvim_binary(), "--headless", "--listen", str(sandbox.base / "nvim.sock"), "-u", str(init)],
+        env=sandbox.env,
+        cwd=sandbox.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def remote(sandbox: Sandbox, expr: str) -> str:
+    return subprocess.run(
+        [nvim_binary(), "--headless", "--server", str(sandbox.base / "nvim.sock"), "--remote-expr", expr],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=sandbox.env,
+    ).stdout.strip()
+
+
+def bench_server_start(base: Path, manifest: Path, repeats: int) -> list[Row]:
+    to_file, stalls, bare_stalls, rss = [], [], [], []
+    for i in range(repeats):
+        for with_plugin in (True, False):
+            sandbox = Sandbox(base / f"start{i}{with_plugin}", manifest)
+            init = sandbox.base / "init.lua"
+            body = f"{STALL_PROBE}\ndofile('{INIT}')" if with_plugin else f"{STALL_PROBE}\n{BARE_INIT}"
+            init.write_text(body)
+            started = time.monotonic()
+            editor = spawn_editor(sandbox, init)
+            try:
+                if with_plugin:
+                    wait_for(lambda s=sandbox: s.gemini_dir.exists() and any(s.gemini_dir.iterdir()), 60, "file")
+                    to_file.append((time.monotonic() - started) * 1000)
+                    running = "luaeval('require(\"gemini_companion\").status().state')"
+                    wait_for(lambda s=sandbox, e=running: remote(s, e) == "running", 60, "running")
+                    host = psutil.Process(
+                        int(remote(sandbox, "luaeval('require(\"gemini_companion\").status().host_pid')"))
+                    )
+                    rss.append(host.memory_info().rss / 2**20)
+                    stalls.append(float(remote(sandbox, "luaeval('_G.bench_stall()')")))
+                else:
+                    wait_for(lambda s=sandbox: (s.base / "nvim.sock").exists(), 60, "socket")
+                    time.sleep(1.0)  # the baseline runs as long as server start takes with the plugin
+                    bare_stalls.append(float(remote(sandbox, "luaeval('_G.bench_stall()')")))
+            finally:
+                editor.terminate()
+                editor.wait(60)
+    stall = statistics.median(stalls)
+    first_file = statistics.median(to_file)
+    return [
+        row("Neovim start -> discovery file", first_file, "ms", "<= 1000", first_file <= 1000),
+        row("longest main-loop stall, startup + server start", stall, "ms", "<= 200", stall <= 200),
+        row("  same window without the plugin", statistics.median(bare_stalls), "ms", "-", True),
+        row("host RSS, idle", statistics.median(rss), "MiB", "-", True),
+    ]
+
+
+def bench_client_rss(base: Path, manifest: Path) -> list[Row]:
+    from conftest import Editor
+
+    sandbox = Sandbox(base / "rss", manifest)
+    editor = Editor(sandbox)
+    try:
+        status = editor.wait_state("running")
+        client = NodeClient("gemini_client.mjs", client_env(editor), sandbox.project)
+        try:
+            client.call("connect")
+            rss = psutil.Process(status["host_pid"]).memory_info().rss / 2**20
+        finally:
+            client.close()
+    finally:
+        editor.close()
+    return [row("host RSS, one client connected", rss, "MiB", "-", True)]
+
+
+def print_table(rows: list[Row]) -> None:
+    print(f"{'figure':52} {'value':>10} {'unit':5} {'target':>10}  ")
+    for r in rows:
+        mark = "" if r["ok"] else "  MISSED"
+        print(f"{r['name']:52} {r['value']:>10.2f} {r['unit']:5} {r['target']:>10}{mark}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-") as tmp:
+        base = Path(tmp)
+        manifest = generate_manifest(base / "rplugin.vim")
+        rows += bench_startup(Sandbox(base / "startup", manifest), args.repeats * 2)
+        rows += bench_server_start(base, manifest, args.repeats)
+        rows += bench_client_rss(base, manifest)
+        for module in sorted(Path(__file__).parent.glob("bench_*.py")):
+            rows += importlib.import_module(module.stem).run()
+    print(f"# make bench on {os.cpu_count()} cores, median of {args.repeats} runs per figure")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
