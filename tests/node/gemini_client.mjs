@@ -1,7 +1,9 @@
 // Drives the real Gemini CLI IDE client (@google/gemini-cli-core) for the tests.
 // Protocol: one JSON command per stdin line {id, cmd, ...}; one JSON reply per stdout
 // line {id, ok, result|error}; unsolicited {event: "context"|"status", ...} lines.
-// Commands: connect, status, context, tools, openDiff, closeDiff, disconnect, exit.
+// Commands: connect, status, context, tools, openDiff, closeDiff, resolveDiffFromCli, callTool,
+// disconnect, exit. After connect, every ide/diff* notification is also reported as
+// {event: "notification", method, params}, so tests can count them.
 import readline from 'node:readline';
 
 const core = process.env.GEMINI_CORE_DIR ?? new URL('./node_modules/@google/gemini-cli-core/', import.meta.url).pathname;
@@ -23,6 +25,14 @@ const commands = {
     client = await IdeClient.getInstance();
     client.addStatusChangeListener(({ status, details }) => emit({ event: 'status', status, details }));
     await client.connect({ logToConsole: false });
+    const mcp = client.client;
+    if (mcp) {
+      const handle = mcp._onnotification.bind(mcp);
+      mcp._onnotification = (message) => {
+        if (message.method.startsWith('ide/diff')) emit({ event: 'notification', method: message.method, params: message.params });
+        return handle(message);
+      };
+    }
     return state();
   },
   status: async () => state(),
@@ -32,6 +42,14 @@ const commands = {
   closeDiff: async ({ filePath, suppressNotification }) => ({
     content: (await client.closeDiff(filePath, { suppressNotification })) ?? null,
   }),
+  // What the CLI does when the user answers in the terminal: closeDiff with
+  // suppressNotification, then settle the pending openDiff itself.
+  async resolveDiffFromCli({ filePath, outcome }) {
+    await client.resolveDiffFromCli(filePath, outcome);
+    return null;
+  },
+  // The raw tool result, for checking exactly what the server answers.
+  callTool: async ({ name, args }) => client.client.callTool({ name, arguments: args }),
   async disconnect() {
     await client.disconnect();
     return state();

@@ -1,0 +1,156 @@
+"""Neovim as a real TUI under tmux, with a real CLI in its :terminal, for end-to-end tests.
+
+The test types like a user (tmux send-keys) and reads the screen (capture-pane); it also
+attaches to the same Neovim over its --listen socket to check state without typing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pynvim
+
+from conftest import INIT, NODE_DIR, TIMEOUT, Sandbox, nvim_binary, wait_for
+
+GEMINI_BIN = NODE_DIR / "node_modules" / ".bin" / "gemini"
+NODE22 = NODE_DIR / "node_modules" / ".bin" / "node"
+QWEN_CLI = NODE_DIR / "node_modules" / "@qwen-code" / "qwen-code" / "cli.js"
+E2E_TIMEOUT = 120.0  # the CLIs start slowly on a loaded 2-core machine
+
+
+def tmux_available() -> bool:
+    return shutil.which("tmux") is not None
+
+
+def gemini_settings(home: Path) -> None:
+    """A Gemini CLI home that talks to the stand-in model and has IDE mode on."""
+    settings = {
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "model": {"name": "gemini-2.5-flash"},
+        "ide": {"enabled": True, "hasSeenNudge": True},
+    }
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+
+
+def qwen_settings(home: Path) -> None:
+    settings = {
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+        "model": {"name": "fake-model"},
+        "tools": {"approvalMode": "default"},
+        "ide": {"enabled": True, "hasSeenNudge": True},
+    }
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+
+
+class Tui:
+    """One tmux server (private socket) running one Neovim TUI."""
+
+    def __init__(self, sandbox: Sandbox, model_url: str, files: list[str], name: str = "e2e") -> None:
+        self.sandbox = sandbox
+        self.socket = sandbox.base / f"tmux-{name}.sock"
+        self.nvim_socket = sandbox.base / f"nvim-{name}.sock"
+        gemini_settings(sandbox.home)
+        qwen_settings(sandbox.home)
+        self.env = dict(
+            sandbox.env,
+            TERM="xterm-256color",
+            GEMINI_CLI_HOME=str(sandbox.home),
+            GOOGLE_GEMINI_BASE_URL=model_url,
+            GEMINI_API_KEY="stand-in",
+            GEMINI_CLI_TRUST_WORKSPACE="true",
+            OPENAI_API_KEY="stand-in",
+            OPENAI_BASE_URL=f"{model_url}/v1",
+            OPENAI_MODEL="fake-model",
+            QWEN_HOME=str(sandbox.home / ".qwen"),
+        )
+        argv = [nvim_binary(), "--listen", str(self.nvim_socket), "-u", str(INIT), *files]
+        self.tmux("new-session", "-d", "-x", "220", "-y", "50", " ".join(_quote(a) for a in argv))
+        wait_for(self.nvim_socket.exists, TIMEOUT, "Neovim socket")
+        self.nvim = pynvim.attach("socket", path=str(self.nvim_socket))
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-S", str(self.socket), "-f", "/dev/null", *args],
+            env=self.env,
+            cwd=self.sandbox.project,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        ).stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-J")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", *keys)
+
+    def type(self, text: str) -> None:
+        """Type literally (no key names)."""
+        self.tmux("send-keys", "-l", text)
+
+    def wait_screen(self, text: str, timeout: float = E2E_TIMEOUT) -> str:
+        return wait_for(lambda: text in (s := self.screen()) and s, timeout, f"{text!r} on screen")
+
+    def lua(self, code: str, *args: Any) -> Any:
+        return self.nvim.exec_lua(code, *args)
+
+    def status(self) -> dict[str, Any]:
+        return self.lua("return require('gemini_companion').status()")
+
+    def ex(self, command: str) -> None:
+        """Type an Ex command as a user would, from whatever mode Neovim is in."""
+        self.keys("C-\\", "C-n")  # out of terminal mode (a no-op elsewhere)
+        self.keys("Escape")
+        self.type(f":{command}")
+        self.keys("Enter")
+
+    def prompt(self, text: str, submitted: Callable[[], Any]) -> None:
+        """Type into the CLI's prompt; press Enter once it is on screen, until `submitted()`.
+
+        An Enter that arrives right behind the text is taken as part of a paste (a newline),
+        so Enter is pressed again, a bounded number of times, until the CLI acts on it.
+        """
+        self.type(text)
+        self.wait_screen(text)
+        for _ in range(5):
+            self.keys("Enter")
+            try:
+                wait_for(submitted, 10, "prompt submitted")
+                return
+            except AssertionError:
+                continue
+        raise AssertionError(f"the CLI never took the prompt {text!r}:\n{self.screen()}")
+
+    def start_cli(self, command: str, ready: str) -> None:
+        """Open :terminal (a shell) and start the CLI in it, like a user."""
+        self.ex("terminal")
+        wait_for(lambda: self.lua("return vim.bo.buftype") == "terminal", TIMEOUT, "terminal buffer")
+        self.keys("i")
+        self.type(command)
+        self.keys("Enter")
+        self.wait_screen(ready)
+
+    def close(self) -> None:
+        try:
+            self.nvim.close()
+        except Exception:  # noqa: BLE001 - Neovim may be gone already
+            pass
+        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=TIMEOUT)
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"
