@@ -113,7 +113,8 @@ def test_accept_in_the_cli_keeps_edits_made_in_the_diff(session):
 
 def test_new_file_in_a_new_folder(sandbox: Sandbox):
     target = sandbox.project / "src" / "deep" / "new.txt"
-    model = FakeModel([Turn(call="write_file", args={"file_path": str(target), "content": "fresh\n"}), Turn(text="Made it.")])
+    write = Turn(call="write_file", args={"file_path": str(target), "content": "fresh\n"})
+    model = FakeModel([write, Turn(text="Made it.")])
     tui = Tui(sandbox, model.url, [])
     try:
         wait_for(lambda: tui.status()["state"] == "running", E2E_TIMEOUT, "server running")
@@ -130,7 +131,7 @@ def test_new_file_in_a_new_folder(sandbox: Sandbox):
 
 
 def test_ide_status_shows_neovim_and_the_open_file(session):
-    tui, model, target = session
+    tui, _model, target = session
     tui.prompt("/ide status", lambda: "Connected to Neovim" in tui.screen())
     screen = tui.wait_screen("Connected to Neovim")
     assert target.name in screen
