@@ -1,0 +1,73 @@
+"""The real `qwen` binary (Node 22) in Neovim's :terminal, Neovim a real TUI under tmux (issue 5).
+
+Qwen's model endpoint is OpenAI-compatible; the stand-in answers with a read_file call
+(Qwen refuses to edit a file it has not read), an edit call, then a final text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import Sandbox, wait_for
+from e2e.fake_model import FakeModel, Turn
+from e2e.tui import E2E_TIMEOUT, NODE22, QWEN_CLI, Tui, tmux_available
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
+]
+READY = "Type your message"
+
+
+@pytest.fixture
+def session(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
+    target = sandbox.project / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    model = FakeModel(
+        [
+            Turn(call="read_file", args={"file_path": str(target)}),
+            Turn(call="edit", args={"file_path": str(target), "old_string": "beta", "new_string": "gamma"}),
+            Turn(text="Edited."),
+        ]
+    )
+    tui = Tui(sandbox, model.url, [str(target)])
+    try:
+        wait_for(lambda: tui.status()["state"] == "running", E2E_TIMEOUT, "server running")
+        tui.start_cli(f"{NODE22} {QWEN_CLI}", READY)
+        yield tui, model, target
+    finally:
+        tui.close()
+        model.close()
+
+
+def ask_for_edit(tui: Tui, model: FakeModel) -> None:
+    tui.prompt("change beta to gamma in notes.txt", lambda: model.requests)
+    wait_for(lambda: tui.status()["diffs"], E2E_TIMEOUT, "the diff to open in Neovim")
+
+
+def test_qwen_connects_and_sees_the_open_file(session):
+    tui, _model, target = session
+    tui.prompt("/ide status", lambda: "Neovim" in tui.screen())
+    screen = tui.wait_screen("Connected to Neovim")
+    assert target.name in screen
+    assert [c["name"] for c in tui.status()["clients"]]
+
+
+def test_qwen_accept_with_w(session):
+    tui, model, target = session
+    ask_for_edit(tui, model)
+    tui.ex("w")
+    wait_for(lambda: target.read_text() == "alpha\ngamma\n", E2E_TIMEOUT, "Qwen to write the file")
+    tui.wait_screen("Edited.")
+
+
+def test_qwen_reject_with_q(session):
+    tui, model, target = session
+    ask_for_edit(tui, model)
+    tui.ex("q")
+    wait_for(lambda: tui.status()["diffs"] == [], E2E_TIMEOUT, "the diff to close")
+    wait_for(lambda: "cancel" in tui.screen().lower() or "reject" in tui.screen().lower(), E2E_TIMEOUT, "Qwen shows it")
+    assert target.read_text() == "alpha\nbeta\n"
