@@ -22,6 +22,7 @@ import pynvim
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "rplugin" / "python3"))  # the plugin's modules, for unit-level checks
 TESTS = ROOT / "tests"
 INIT = TESTS / "init.lua"
 NODE_DIR = TESTS / "node"
@@ -146,7 +147,7 @@ class Editor:
         return value if isinstance(value, str) else None
 
     def messages(self) -> str:
-        return self.nvim.exec("messages", True)
+        return self.nvim.api.exec2("messages", {"output": True})["output"]
 
     def close(self) -> None:
         try:
