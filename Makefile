@@ -6,7 +6,7 @@ NODE_DIR := tests/node
 # Neovim >= 0.10: the one on PATH, else one installed into the venv (resolved after install).
 NVIM = $(shell cat $(VENV)/nvim-path)
 
-.PHONY: install dev node demo test lint format bench clean
+.PHONY: install dev node demo test lint format bench soak clean
 
 install: $(VENV)/.runtime $(VENV)/nvim-path
 
@@ -49,8 +49,12 @@ format: dev
 test: dev node lint
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -m "not bench" -p no:cacheprovider
 
-bench: dev
+bench: dev node
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench.py
+
+# A bounded busy run (SOAK_SECONDS, default 180) that fails if anything leaks.
+soak: dev node
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/soak.py --seconds $${SOAK_SECONDS:-180}
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules
