@@ -39,6 +39,17 @@ end, {
 vim.api.nvim_create_user_command('GeminiCompanionStatus', function()
   companion().command('status')
 end, { desc = 'gemini-companion: show server status' })
+for name, verb in pairs({ GeminiAccept = 'accept', GeminiReject = 'reject' }) do
+  vim.api.nvim_create_user_command(name, function(opts)
+    require('gemini_companion.diff')[verb](opts.args) -- the whole argument: a path may contain spaces
+  end, {
+    nargs = '?',
+    desc = ('gemini-companion: %s the proposed edit of [file] (default: this tab\'s or the only one)'):format(verb),
+    complete = function(lead)
+      return require('gemini_companion.diff').complete(lead)
+    end,
+  })
+end
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 if vim.v.vim_did_enter == 1 then

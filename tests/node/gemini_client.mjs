@@ -13,6 +13,9 @@ const { ideContextStore } = await import(`${core}/dist/src/ide/ideContext.js`);
 // Anything the client logs goes to stderr: stdout carries the protocol only.
 console.log = console.info = console.debug = console.warn = (...args) => console.error(...args);
 const emit = (message) => process.stdout.write(JSON.stringify(message) + '\n');
+// IdeClient.openDiff leaves a rejected `promise.finally(release)` unhandled when the tool
+// answers isError; the real CLI installs this handler too, so that does not kill it.
+process.on('unhandledRejection', (reason) => console.error('unhandled rejection:', String(reason?.message ?? reason)));
 
 let client;
 const state = () => {
@@ -29,7 +32,11 @@ const commands = {
     if (mcp) {
       const handle = mcp._onnotification.bind(mcp);
       mcp._onnotification = (message) => {
-        if (message.method.startsWith('ide/diff')) emit({ event: 'notification', method: message.method, params: message.params });
+        if (message.method.startsWith('ide/diff')) {
+          // at: CLOCK_MONOTONIC in ns, the clock of Python's time.monotonic_ns(), for latency benches.
+          const at = process.hrtime.bigint().toString();
+          emit({ event: 'notification', method: message.method, params: message.params, at });
+        }
         return handle(message);
       };
     }

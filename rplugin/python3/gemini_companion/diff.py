@@ -1,0 +1,320 @@
+"""Diffs: the `openDiff` / `closeDiff` tools and the user's answers from the review tab.
+
+Python owns the protocol (which client asked, what to notify) and validates and
+reads files; `lua/gemini_companion/diff.lua` owns the tab and its buffers. Each
+diff has an id, so an answer for a diff that was already closed or replaced is
+ignored instead of settling its successor. Tools run on the server loop, Lua
+calls on the host's main thread: the state is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import stat
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .feature import Link, Tool, error, text
+
+if TYPE_CHECKING:
+    from .companion import Editor
+
+# Both the proposal and the file it replaces; the HTTP body limit (32 MiB) comes first.
+MAX_CONTENT_BYTES = 16 * 1024 * 1024
+CLOSE_TIMEOUT_SECONDS = 10.0
+DIFF_LUA = "require('gemini_companion.diff')"
+
+
+class DiffError(Exception):
+    """Bad input: the message is the one line the client shows."""
+
+
+@dataclass
+class Diff:
+    id: int
+    file_path: str  # exactly as the client sent it: the client matches our notifications on it
+    key: str  # normalised path: one diff per file
+    session_id: str
+    new_content: str  # closeDiff's answer if Neovim cannot give the proposal's text
+    signature: tuple[int, ...] | None  # the file on disk when we last read it (None: missing)
+
+
+class DiffFeature:
+    def __init__(self, editor: Editor, link: Link) -> None:
+        self._editor = editor
+        self._link = link
+        self._lock = threading.Lock()
+        self._diffs: dict[str, Diff] = {}
+        self._ids = itertools.count(1)
+        self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "diff_accepted": self._accepted,
+            "diff_rejected": self._rejected,
+            "diff_refresh": self._refresh,
+        }
+
+    # --- Feature ------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        path = {"type": "string", "description": "Absolute path of the file."}
+        return [
+            Tool(
+                name="openDiff",
+                description="Open a diff view in Neovim for the user to review, edit and accept or reject "
+                "a proposed new content of a file. Returns at once; the outcome arrives as an "
+                "ide/diffAccepted or ide/diffRejected notification.",
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "filePath": path,
+                        "newContent": {"type": "string", "description": "The proposed new content."},
+                    },
+                    "required": ["filePath", "newContent"],
+                },
+                handler=self._open_diff,
+            ),
+            Tool(
+                name="closeDiff",
+                description='Close the diff view of a file; returns {"content": <text of the proposal>}, '
+                'or {"content": null} when the file has no open diff.',
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "filePath": path,
+                        "suppressNotification": {
+                            "type": "boolean",
+                            "description": "Send no ide/diffRejected for this diff.",
+                        },
+                    },
+                    "required": ["filePath"],
+                },
+                handler=self._close_diff,
+            ),
+        ]
+
+    async def on_stream_open(self, session_id: str) -> None:
+        return None
+
+    def on_client_gone(self, session_id: str) -> None:
+        with self._lock:
+            gone = [d for d in self._diffs.values() if d.session_id == session_id]
+            for diff in gone:
+                del self._diffs[diff.key]
+        if gone:
+            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in gone])
+            self._link.changed()
+
+    def on_stop(self) -> None:
+        with self._lock:
+            closing = list(self._diffs.values())
+            self._diffs.clear()
+        for diff in closing:  # best effort: lets a waiting CLI go on instead of waiting 10 minutes
+            self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
+        if closing:
+            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in closing])
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "diffs": [
+                    {"id": d.id, "file": d.key, "session": d.session_id[:8]}
+                    for d in sorted(self._diffs.values(), key=lambda d: d.id)
+                ]
+            }
+
+    # --- tools (server loop) ------------------------------------------------
+
+    async def _open_diff(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        import asyncio  # here, not at the top: asyncio costs the host's startup 45 ms
+
+        try:
+            file_path, new_content = args.get("filePath"), args.get("newContent")
+            if not isinstance(file_path, str):
+                raise DiffError("filePath must be a string")
+            if not isinstance(new_content, str):
+                raise DiffError("newContent must be a string")
+            # Reading and splitting 16 MB takes a while: keep the loop serving other clients.
+            view = await asyncio.to_thread(_prepare, file_path, new_content)
+        except DiffError as err:
+            return error(f"openDiff: {err}")
+        key, signature = view.pop("path"), view.pop("signature")
+        diff = Diff(next(self._ids), file_path, key, session_id, new_content, signature)
+        with self._lock:
+            replaced = self._diffs.get(diff.key)
+            self._diffs[diff.key] = diff
+        # The same client has already forgotten its old diff of this file: a rejection now
+        # would settle the new one.
+        if replaced is not None and replaced.session_id != session_id:
+            self._link.send(replaced.session_id, "ide/diffRejected", {"filePath": replaced.file_path})
+        self._editor.lua(f"{DIFF_LUA}.open(...)", {"id": diff.id, "path": diff.key, **view})
+        self._link.changed()
+        return {"content": []}
+
+    async def _close_diff(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        import asyncio
+
+        file_path = args.get("filePath")
+        if not isinstance(file_path, str):
+            return error("closeDiff: filePath must be a string")
+        with self._lock:
+            diff = self._diffs.pop(_key(file_path), None)
+        if diff is None:
+            return text(json.dumps({"content": None}))
+        self._link.changed()
+        content: Any = None
+        try:
+            future = self._editor.request(f"return {DIFF_LUA}.close(...)", diff.id)
+            content = await asyncio.wait_for(asyncio.wrap_future(future), CLOSE_TIMEOUT_SECONDS)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - the client still deserves an answer
+            pass
+        if not isinstance(content, str):  # the tab was already gone (or Neovim stuck)
+            content = diff.new_content
+        if not args.get("suppressNotification"):
+            self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
+        return text(json.dumps({"content": content}, ensure_ascii=False))
+
+    # --- from Lua (host main thread) ------------------------------------------
+
+    def _take(self, diff_id: Any) -> Diff | None:
+        with self._lock:
+            for key, diff in self._diffs.items():
+                if diff.id == diff_id:
+                    del self._diffs[key]
+                    return diff
+        return None
+
+    def _accepted(self, params: dict[str, Any]) -> None:
+        diff = self._take(params.get("id"))
+        content = params.get("content")
+        if diff is not None and isinstance(content, str):
+            self._link.send(diff.session_id, "ide/diffAccepted", {"filePath": diff.file_path, "content": content})
+            self._link.changed()
+
+    def _rejected(self, params: dict[str, Any]) -> None:
+        diff = self._take(params.get("id"))
+        if diff is not None:
+            self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
+            self._link.changed()
+
+    def _refresh(self, params: dict[str, Any]) -> None:
+        """The file changed on disk while its diff was open: show what is there now."""
+        with self._lock:
+            diff = next((d for d in self._diffs.values() if d.id == params.get("id")), None)
+        if diff is None:
+            return
+        try:
+            signature = _signature(diff.key)
+            if signature == diff.signature:
+                return
+            original = _read_original(diff.key)
+        except DiffError as err:
+            self._editor.lua(f"{DIFF_LUA}.original_changed(...)", diff.id, None, str(err))
+            return
+        diff.signature = signature
+        changed = {**_split(original or ""), "is_new": original is None}
+        self._editor.lua(f"{DIFF_LUA}.original_changed(...)", diff.id, changed)
+
+
+# --- files and text ---------------------------------------------------------------
+
+
+def _key(file_path: str) -> str:
+    return os.path.normpath(file_path)
+
+
+def _check_path(file_path: str) -> None:
+    if not file_path:
+        raise DiffError("filePath is empty")
+    if any(ord(c) < 32 or ord(c) == 127 for c in file_path):
+        raise DiffError(f"filePath contains a control character: {file_path!r}")
+    if not os.path.isabs(file_path):
+        raise DiffError(f"filePath must be absolute: {file_path!r}")
+    if ".." in file_path.split(os.sep):
+        raise DiffError(f"filePath must not contain '..': {file_path!r}")
+
+
+def _signature(path: str) -> tuple[int, ...] | None:
+    """What identifies the file's current version; None if it does not exist. Never opens it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        while not os.path.lexists(parent):  # a new file in new folders is fine...
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):  # ...under a file is not
+            raise DiffError(f"a parent of filePath is not a directory: {path!r}") from None
+        return None
+    except NotADirectoryError:
+        raise DiffError(f"a parent of filePath is not a directory: {path!r}") from None
+    except OSError as err:
+        raise DiffError(f"cannot read {path!r}: {err.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DiffError(f"filePath is a directory: {path!r}")
+    if not stat.S_ISREG(st.st_mode):
+        raise DiffError(f"filePath is not a regular file (a device, FIFO or socket): {path!r}")
+    if st.st_size > MAX_CONTENT_BYTES:
+        raise DiffError(f"the file is too large to diff ({st.st_size} bytes, limit {MAX_CONTENT_BYTES}): {path!r}")
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_original(path: str) -> str | None:
+    """The file's text, None if it does not exist. Safe on anything `_signature` let through."""
+    if _signature(path) is None:
+        return None
+    try:
+        # O_NONBLOCK: should the path have become a FIFO since the stat, opening it cannot hang.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise DiffError(f"cannot read {path!r}: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DiffError(f"filePath is not a regular file: {path!r}")
+        data = file.read(MAX_CONTENT_BYTES + 1)
+    if len(data) > MAX_CONTENT_BYTES:
+        raise DiffError(f"the file is too large to diff: {path!r}")
+    # surrogateescape: undecodable bytes reach Neovim unchanged (pynvim encodes them back).
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _split(content: str) -> dict[str, Any]:
+    """The text as diff.lua takes it: one string (a list of many strings is slow to hand to
+    Neovim) without its final line ending, the line ending ("\r\n" only if every line ends
+    so) and whether the last line ends too. Joining the lines back gives `content` exactly."""
+    crlf = content.count("\r\n")
+    eol = "\r\n" if crlf and crlf == content.count("\n") else "\n"
+    final_newline = content.endswith(eol)
+    return {"text": content[: -len(eol)] if final_newline else content, "eol": eol, "final_newline": final_newline}
+
+
+def _first_change(old: list[str], new: list[str]) -> int:
+    """1-based line of the proposal where it first differs from the original."""
+    first = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    return max(1, min(first + 1, len(new)))
+
+
+def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
+    """Validate, read the original, and build what diff.lua needs. Raises DiffError."""
+    _check_path(file_path)
+    try:
+        size = len(new_content.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise DiffError("newContent is not valid Unicode text") from None
+    if size > MAX_CONTENT_BYTES:
+        raise DiffError(f"newContent is too large ({size} bytes, limit {MAX_CONTENT_BYTES})")
+    path = _key(file_path)
+    signature = _signature(path)
+    original = _read_original(path) if signature is not None else None
+    proposal = _split(new_content)
+    current = _split(original or "")
+    first_change = _first_change(current["text"].split(current["eol"]), proposal["text"].split(proposal["eol"]))
+    return {
+        "path": path,
+        "signature": signature,
+        "proposal": proposal,
+        "original": current,
+        "is_new": original is None,
+        "first_change": first_change,
+    }
