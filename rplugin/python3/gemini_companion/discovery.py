@@ -14,6 +14,7 @@ import re
 import secrets
 import socket
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
 # Our own marker in every file we write: the host process that serves it.
 # A file whose host is dead is stale even if its port was reused (T7).
 OWNER_FIELD = "neovimCompanionPid"
+# Run by a CLI that cannot reach us over HTTP (in a container it dials host.docker.internal).
+STDIO_BRIDGE = Path(__file__).resolve().with_name("stdio_bridge.py")
 
 
 class DiscoveryError(Exception):
@@ -84,10 +87,16 @@ def _check_dir_stat(path: Path, st: os.stat_result) -> str | None:
     return None
 
 
-def ensure_dir(path: Path, levels: int) -> None:
-    """Create `path` and its last `levels - 1` parents (mode 0700) and check each of them."""
-    chain = [path, *list(path.parents)[: levels - 1]]
-    for directory in reversed(chain):
+def ensure_dir(path: Path) -> None:
+    """Create `path` and its parent (mode 0700) inside an existing base, and check both.
+
+    The base itself (TMPDIR, or the Qwen home's parent) is not ours to create or judge:
+    /tmp is root's, and a TMPDIR that points nowhere is reported, not conjured.
+    """
+    base = path.parent.parent
+    if not base.is_dir():
+        raise DiscoveryError(f"cannot use {path}: {base} does not exist or is not a directory")
+    for directory in (path.parent, path):
         try:
             os.mkdir(directory, 0o700)
         except FileExistsError:
@@ -154,12 +163,19 @@ class Advertisement:
     def workspace_path(self) -> str:
         return os.pathsep.join(self.workspace)
 
+    def gemini_stdio(self) -> dict[str, Any]:
+        return stdio_command(gemini_dir() / gemini_file_name(self.ide_pid, self.port))
+
+    def qwen_stdio(self) -> dict[str, Any]:
+        return stdio_command(qwen_dir() / qwen_file_name(self.port))
+
     def gemini_payload(self) -> dict[str, Any]:
         return {
             "port": self.port,
             "workspacePath": self.workspace_path,
             "authToken": self.token,
             "ideInfo": IDE_INFO,
+            "stdio": self.gemini_stdio(),
             OWNER_FIELD: os.getpid(),
         }
 
@@ -172,8 +188,15 @@ class Advertisement:
             "ppid": self.nvim_pid,
             "ideInfo": IDE_INFO,
             "ideName": IDE_INFO["displayName"],
+            "stdio": self.qwen_stdio(),
             OWNER_FIELD: os.getpid(),
         }
+
+
+def stdio_command(discovery_file: Path) -> dict[str, Any]:
+    """The bridge command for a discovery file: argv is world-readable, so it names the file, not the token."""
+    # -I: no user site or PYTHON* variables, and the plugin's own modules never shadow the stdlib.
+    return {"command": sys.executable, "args": ["-I", str(STDIO_BRIDGE), str(discovery_file)]}
 
 
 def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
@@ -181,12 +204,12 @@ def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
     written: list[Path] = []
     errors: list[str] = []
     targets = [
-        (gemini_dir(), 3, gemini_file_name(ad.ide_pid, ad.port), ad.gemini_payload()),
-        (qwen_dir(), 2, qwen_file_name(ad.port), ad.qwen_payload()),
+        (gemini_dir(), gemini_file_name(ad.ide_pid, ad.port), ad.gemini_payload()),
+        (qwen_dir(), qwen_file_name(ad.port), ad.qwen_payload()),
     ]
-    for directory, levels, name, payload in targets:
+    for directory, name, payload in targets:
         try:
-            ensure_dir(directory, levels)
+            ensure_dir(directory)
             written.append(write_secret_json(directory, name, payload))
         except DiscoveryError as err:
             errors.append(str(err))
