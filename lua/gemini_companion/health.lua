@@ -1,0 +1,265 @@
+--- :checkhealth gemini_companion. Everything is checked live: the Python host is run on a
+--- standalone probe (rplugin/python3/gemini_companion/health_probe.py), the server state is
+--- what the host last reported, and files and directories are looked at on disk.
+local M = {}
+
+local health = vim.health
+local host = require('gemini_companion.host')
+
+local PROBE_TIMEOUT_MS = 30000 -- importing `mcp` takes seconds on a loaded machine
+local ENV_KEYS = {
+  'GEMINI_CLI_IDE_SERVER_PORT',
+  'GEMINI_CLI_IDE_WORKSPACE_PATH',
+  'GEMINI_CLI_IDE_PID',
+  'QWEN_CODE_IDE_SERVER_PORT',
+  'QWEN_CODE_IDE_WORKSPACE_PATH',
+  'GEMINI_CLI_IDE_SERVER_STDIO_COMMAND',
+  'GEMINI_CLI_IDE_SERVER_STDIO_ARGS',
+}
+
+---@return string
+local function install_hint()
+  return ('run `make install` in %s, then restart Neovim'):format(host.root)
+end
+
+--- The Python the rplugin host runs: g:python3_host_prog, else what the provider detects.
+---@return string? path, string how, string? error
+local function python_host()
+  local prog = vim.g.python3_host_prog
+  if type(prog) == 'string' and prog ~= '' then
+    local expanded = vim.fn.expand(prog)
+    local path = vim.fn.exepath(expanded)
+    return path ~= '' and path or expanded, 'g:python3_host_prog'
+  end
+  local ok, provider = pcall(require, 'vim.provider.python')
+  if ok and type(provider) == 'table' and provider.detect_by_module then
+    local path, err = provider.detect_by_module('neovim')
+    return path, 'detected by the Python provider (g:python3_host_prog is not set)', err
+  end
+  local path = vim.fn.exepath('python3')
+  return path ~= '' and path or nil, 'python3 on PATH (g:python3_host_prog is not set)'
+end
+
+---@class gemini_companion.HealthDir
+---@field path string
+---@field exists boolean
+---@field problem string?
+---@field mode string?
+---@field owner string?
+
+---@class gemini_companion.Probe
+---@field python {executable: string, version: string}
+---@field dependencies {name: string, version: string?, error: string?}[]
+---@field tmpdir table<string, string?>
+---@field directories {gemini: gemini_companion.HealthDir[], qwen: gemini_companion.HealthDir[]}
+
+---@param python string
+---@return gemini_companion.Probe? probe, string? error
+local function run_probe(python)
+  local script = host.root .. '/rplugin/python3/gemini_companion/health_probe.py'
+  local ok, proc = pcall(vim.system, { python, script }, { text = true })
+  if not ok then
+    return nil, tostring(proc)
+  end
+  local result = proc:wait(PROBE_TIMEOUT_MS)
+  if result.code ~= 0 then
+    local detail = vim.trim(result.stderr or '')
+    return nil, ('exit code %d%s'):format(result.code, detail ~= '' and (': ' .. detail) or '')
+  end
+  local decoded, probe = pcall(vim.json.decode, result.stdout or '', { luanil = { object = true } })
+  if not decoded or type(probe) ~= 'table' then
+    return nil, 'unreadable output: ' .. vim.trim(result.stdout or '')
+  end
+  return probe
+end
+
+local function check_neovim()
+  health.start('gemini-companion: Neovim')
+  local v = vim.version()
+  local text = ('Neovim %d.%d.%d'):format(v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 1 then
+    health.ok(text)
+  else
+    health.error(text .. ': Neovim >= 0.10 is required')
+  end
+end
+
+---@return gemini_companion.Probe?
+local function check_python()
+  health.start('gemini-companion: Python host')
+  local python, how, err = python_host()
+  if not python then
+    health.error('no Python host found: ' .. (err or '?'), { install_hint() })
+    return nil
+  end
+  health.info(('Python host: %s (%s)'):format(python, how))
+  if vim.g.gemini_companion_python_host == false then
+    health.info('vim.g.gemini_companion_python_host = false: the plugin does not set g:python3_host_prog')
+  end
+  local running = require('gemini_companion.state').current.python
+  if running and vim.fn.resolve(running) ~= vim.fn.resolve(python) then
+    health.info(('the running host uses %s'):format(running))
+  end
+  if vim.fn.executable(python) == 0 then
+    health.error(python .. ' is not an executable program', {
+      install_hint(),
+      'or point g:python3_host_prog at a Python with the packages (:h gemini-companion-python)',
+    })
+    return nil
+  end
+  local probe, failure = run_probe(python)
+  if not probe then
+    health.error(('cannot run %s: %s'):format(python, failure), { install_hint() })
+    return nil
+  end
+  local major, minor = probe.python.version:match('^(%d+)%.(%d+)')
+  if vim.version.lt({ tonumber(major), tonumber(minor), 0 }, { 3, 10, 0 }) then
+    health.error(('Python %s: Python >= 3.10 is required'):format(probe.python.version), { install_hint() })
+  else
+    health.ok(('Python %s'):format(probe.python.version))
+  end
+  for _, dep in ipairs(probe.dependencies) do
+    if dep.error then
+      local what = dep.version and ('%s %s cannot be imported (%s)'):format(dep.name, dep.version, dep.error)
+        or ('%s is not installed'):format(dep.name)
+      health.error(what, { install_hint() })
+    else
+      health.ok(('%s %s'):format(dep.name, dep.version or '(version unknown)'))
+    end
+  end
+  return probe
+end
+
+local function check_rplugin()
+  health.start('gemini-companion: remote plugin')
+  local manifest = vim.env.NVIM_RPLUGIN_MANIFEST or (vim.fn.stdpath('data') .. '/rplugin.vim')
+  if host.registered() then
+    health.ok('registered (manifest: ' .. manifest .. ')')
+  else
+    health.error('not registered in ' .. manifest, { 'run :UpdateRemotePlugins, then restart Neovim' })
+  end
+end
+
+local function check_server()
+  health.start('gemini-companion: server')
+  local s = require('gemini_companion.state').current
+  if s.state == 'running' then
+    health.ok(('running on 127.0.0.1:%s (IDE PID %s)'):format(s.port, s.pid))
+  elseif s.state == 'starting' then
+    health.warn(('starting on 127.0.0.1:%s: the server is still loading'):format(s.port or '?'))
+  elseif s.state == 'failed' then
+    health.error('failed: ' .. (s.error or 'unknown error'), { 'fix the cause, then :GeminiCompanion restart' })
+  elseif require('gemini_companion.config').options.auto_start then
+    health.warn('stopped', { ':GeminiCompanion start' })
+  else
+    health.info('stopped (auto_start is off): start it with :GeminiCompanion start')
+  end
+  if s.state ~= 'running' and s.state ~= 'starting' then
+    return
+  end
+  health.info('workspace: ' .. (#s.workspace > 0 and table.concat(s.workspace, ', ') or '(none)'))
+  local has_gemini = false
+  for _, file in ipairs(s.discovery_files) do
+    if vim.uv.fs_stat(file) then
+      health.ok('discovery file ' .. file)
+    else
+      health.error('discovery file is gone: ' .. file, { ':GeminiCompanion restart' })
+    end
+    has_gemini = has_gemini or vim.fs.basename(file):match('^gemini%-ide%-server%-') ~= nil
+  end
+  if not has_gemini then
+    health.error('no Gemini discovery file was written: the Gemini CLI cannot find this server', {
+      'see the discovery directory errors below and :messages',
+    })
+  end
+  if #s.clients == 0 then
+    health.info('no clients connected (in :terminal run `gemini`, then `/ide enable`)')
+  end
+  for _, client in ipairs(s.clients) do
+    health.info(('client %s %s (session %s)'):format(client.name, client.version, client.session))
+  end
+end
+
+---@param label string
+---@param dirs gemini_companion.HealthDir[]
+local function report_dirs(label, dirs)
+  for _, dir in ipairs(dirs) do
+    if dir.problem then
+      health.error(('%s: %s'):format(label, dir.problem), {
+        'remove it or fix it (a directory owned by you, mode 0700), then :GeminiCompanion restart',
+      })
+    elseif dir.exists then
+      health.ok(('%s: %s (owner %s, mode %s)'):format(label, dir.path, dir.owner, dir.mode))
+    else
+      health.info(('%s: %s does not exist yet (created on start)'):format(label, dir.path))
+    end
+  end
+end
+
+---@param probe gemini_companion.Probe
+local function check_directories(probe)
+  health.start('gemini-companion: discovery directories')
+  local gemini = probe.directories.gemini
+  local base = gemini[1]
+  local source = probe.tmpdir.TMPDIR and 'TMPDIR' or probe.tmpdir.TMP and 'TMP' or probe.tmpdir.TEMP and 'TEMP'
+  if source and not base.exists then
+    health.error(('%s=%s points to a directory that does not exist'):format(source, probe.tmpdir[source]), {
+      ('create it, or unset %s (the Gemini CLI then uses /tmp)'):format(source),
+    })
+  end
+  health.info(('Gemini CLI looks in %s (Node os.tmpdir(): %s)'):format(gemini[3].path, source or 'default /tmp'))
+  report_dirs('Gemini', gemini)
+  report_dirs('Qwen Code', probe.directories.qwen)
+end
+
+local function check_env()
+  health.start('gemini-companion: environment for :terminal')
+  local s = require('gemini_companion.state').current
+  for _, key in ipairs(ENV_KEYS) do
+    local value = vim.env[key]
+    if value then
+      health.info(('%s=%s'):format(key, value))
+    else
+      health.info(key .. ' is not set')
+    end
+  end
+  -- Never show the token itself.
+  health.info('GEMINI_CLI_IDE_AUTH_TOKEN is ' .. (vim.env.GEMINI_CLI_IDE_AUTH_TOKEN and 'set' or 'not set'))
+  if s.state == 'running' then
+    if vim.env.GEMINI_CLI_IDE_SERVER_PORT == tostring(s.port) and vim.env.GEMINI_CLI_IDE_AUTH_TOKEN then
+      health.ok('terminals opened from now on point at this server')
+    else
+      health.error('the environment does not match the running server', { ':GeminiCompanion restart' })
+    end
+  end
+end
+
+local function check_container()
+  local in_container = vim.uv.fs_stat('/.dockerenv') or vim.uv.fs_stat('/run/.containerenv')
+  if not in_container then
+    return
+  end
+  health.start('gemini-companion: container')
+  if vim.env.SSH_CONNECTION or vim.env.REMOTE_CONTAINERS or vim.env.VSCODE_REMOTE_CONTAINERS_SESSION then
+    health.ok('running in a container; the Gemini CLI will dial 127.0.0.1 (SSH_CONNECTION or REMOTE_CONTAINERS is set)')
+  else
+    health.info(
+      'running in a container: the Gemini CLI dials host.docker.internal, fails, then uses the stdio bridge'
+        .. ' named in the discovery file (nothing to do; see :h gemini-companion-containers)'
+    )
+  end
+end
+
+function M.check()
+  check_neovim()
+  local probe = check_python()
+  check_rplugin()
+  check_server()
+  if probe then
+    check_directories(probe)
+  end
+  check_env()
+  check_container()
+end
+
+return M

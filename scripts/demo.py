@@ -1,0 +1,112 @@
+"""`make demo`: Neovim on a throwaway config with the plugin from this checkout, server running.
+
+Everything Neovim would write (config, data, state, cache, the rplugin manifest) goes
+to a temporary directory that is removed afterwards. Neovim runs in the current
+directory, in the foreground, so you can open :terminal and run `gemini`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HINT = (
+    "gemini-companion demo: open :terminal, run `gemini`, type `/ide enable`; :GeminiCompanionStatus shows the server"
+)
+XDG_KEYS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
+# The checkout on the runtimepath, its venv as the Python host, nothing written to disk.
+# The user's own XDG variables come back once Neovim has started, so a shell opened
+# with :terminal (and the `gemini` run in it) sees the usual environment.
+INIT_LUA = """
+local root = vim.env.GEMINI_COMPANION_DEMO_ROOT
+vim.opt.runtimepath:prepend(root)
+vim.g.python3_host_prog = root .. '/.venv/bin/python'
+vim.opt.shadafile = 'NONE'
+vim.opt.swapfile = false
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    for key, value in pairs(vim.json.decode(vim.env.GEMINI_COMPANION_DEMO_XDG)) do
+      vim.env[key] = value ~= vim.NIL and value or nil
+    end
+    -- What was printed before Neovim took the screen, again where it can be seen.
+    vim.api.nvim_echo({ { vim.env.GEMINI_COMPANION_DEMO_HINT } }, false, {})
+    vim.env.GEMINI_COMPANION_DEMO_XDG = nil
+    vim.env.GEMINI_COMPANION_DEMO_ROOT = nil
+    vim.env.GEMINI_COMPANION_DEMO_HINT = nil
+  end,
+})
+"""
+
+
+def nvim_binary() -> str:
+    explicit = os.environ.get("GEMINI_COMPANION_NVIM")
+    if explicit:
+        return explicit
+    recorded = ROOT / ".venv" / "nvim-path"
+    return recorded.read_text().strip() if recorded.exists() else "nvim"
+
+
+def container_hint() -> str | None:
+    in_container = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+    told = any(os.environ.get(k) for k in ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION"))
+    if in_container and not told:
+        return (
+            "Container detected: the Gemini CLI dials host.docker.internal first, then falls back to the "
+            "plugin's stdio bridge by itself (a second or two at connect time; :h gemini-companion-containers)."
+        )
+    return None
+
+
+def wait(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for Neovim; a stray Ctrl-C reaching this process must not orphan it."""
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def main() -> int:
+    nvim = nvim_binary()
+    python = ROOT / ".venv" / "bin" / "python"
+    if not python.exists():
+        print(f"gemini-companion demo: {python} is missing: run `make install` first", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="gemini-companion-demo-") as temp:
+        base = Path(temp)
+        lines = "\n".join(line for line in (container_hint(), HINT) if line)
+        init = base / "init.lua"
+        init.write_text(INIT_LUA)
+        env = dict(os.environ)
+        env.update({key: str(base / key.lower()) for key in XDG_KEYS})
+        env.update(
+            NVIM_RPLUGIN_MANIFEST=str(base / "rplugin.vim"),
+            GEMINI_COMPANION_DEMO_ROOT=str(ROOT),
+            GEMINI_COMPANION_DEMO_HINT=lines,
+            GEMINI_COMPANION_DEMO_XDG=json.dumps({key: os.environ.get(key) for key in XDG_KEYS}),
+        )
+        # Register the remote plugin in the throwaway manifest, as :UpdateRemotePlugins would.
+        register = subprocess.run(
+            [nvim, "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if register.returncode != 0 or not (base / "rplugin.vim").exists():
+            print(f"gemini-companion demo: :UpdateRemotePlugins failed:\n{register.stderr}", file=sys.stderr)
+            return 1
+        print(lines)
+        code = wait(subprocess.Popen([nvim, "-u", str(init)], env=env))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""`:checkhealth gemini_companion`, and the one-line hints when the plugin cannot run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pynvim
+
+from conftest import Editor, wait_for
+
+BROKEN = ("E117", "stack traceback", "Error executing", "Traceback")
+
+
+def checkhealth(editor: Editor) -> str:
+    editor.nvim.command("checkhealth gemini_companion")
+    return "\n".join(editor.nvim.current.buffer[:])
+
+
+def run(editor: Editor, command: str) -> str:
+    """A command's output; an error message it gives is raised by nvim_exec2, so it is caught."""
+    try:
+        return editor.nvim.api.exec2(command, {"output": True})["output"]
+    except pynvim.NvimError as err:
+        return str(err)
+
+
+def messages(editor: Editor) -> str:
+    return editor.messages()
+
+
+def lines_with(report: str, word: str) -> list[str]:
+    return [line for line in report.splitlines() if word in line]
+
+
+def test_health_is_ok_for_a_running_server(editor):
+    status = editor.status()
+    report = checkhealth(editor)
+    assert not lines_with(report, "ERROR"), report
+    assert re.search(rf"OK .*running on 127\.0\.0\.1:{status['port']}", report), report
+    for dependency in ("pynvim", "mcp", "uvicorn", "starlette", "psutil"):
+        assert re.search(rf"OK {dependency} \d", report), report
+    assert "OK registered" in report
+    for path in status["discovery_files"]:
+        assert f"OK discovery file {path}" in report
+    assert "OK terminals opened from now on point at this server" in report
+    # The token is reported as set, never shown.
+    token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
+    assert token and token not in report
+    assert "GEMINI_CLI_IDE_AUTH_TOKEN is set" in report
+
+
+def test_health_reports_an_unsafe_discovery_directory(editor_factory, sandbox):
+    unsafe = sandbox.tmp / "gemini"
+    unsafe.mkdir()
+    unsafe.chmod(0o777)  # writable by others, no sticky bit: another user could plant files
+    ed = editor_factory()
+    ed.wait_state("running")
+    report = checkhealth(ed)
+    assert any("writable by others" in line for line in lines_with(report, "ERROR")), report
+    assert lines_with(report, "ERROR no Gemini discovery file was written"), report
+    assert not list(unsafe.iterdir())  # nothing was written there
+
+
+def test_health_reports_a_tmpdir_that_does_not_exist(editor_factory, sandbox):
+    sandbox.env["TMPDIR"] = str(sandbox.base / "nowhere")
+    ed = editor_factory(setup={"auto_start": False})
+    report = checkhealth(ed)
+    assert lines_with(report, f"ERROR TMPDIR={sandbox.base / 'nowhere'} points to a directory that does not exist")
+
+
+def test_unregistered_plugin_gives_one_clear_line_per_command(editor_factory, sandbox, tmp_path: Path):
+    empty = tmp_path / "empty-manifest.vim"
+    empty.write_text("")
+    sandbox.env["NVIM_RPLUGIN_MANIFEST"] = str(empty)
+    ed = editor_factory()
+    # Autostart reports it once, after startup.
+    wait_for(lambda: ":UpdateRemotePlugins" in messages(ed), what="the autostart hint")
+    hints: dict[str, int] = {}
+    for command in ("GeminiCompanion start", "GeminiCompanionStatus", "GeminiCompanion restart"):
+        ed.nvim.command("messages clear")
+        output = run(ed, command) + messages(ed)
+        hints[command] = sum(":UpdateRemotePlugins" in line for line in output.splitlines())
+        assert not any(word in output for word in BROKEN), (command, output)
+    assert hints == dict.fromkeys(hints, 1), hints
+    status = ed.status()
+    assert status["state"] == "failed" and ":UpdateRemotePlugins" in status["error"]
+    report = checkhealth(ed)
+    assert lines_with(report, "ERROR not registered"), report
+    assert ":UpdateRemotePlugins" in report
+
+
+def test_host_without_mcp_fails_with_make_install(editor_factory, sandbox, tmp_path: Path):
+    # Shadow the installed `mcp` with a package that cannot be imported: the host's
+    # Python then behaves exactly like one where `mcp` is missing.
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n")
+    sandbox.env["PYTHONPATH"] = str(shadow.parent)
+    ed = editor_factory()
+    status = ed.wait_state("failed")
+    assert "make install" in status["error"] and "mcp" in status["error"], status
+    assert not status["discovery_files"] and not list(sandbox.gemini_dir.iterdir())
+    assert ed.env("GEMINI_CLI_IDE_SERVER_PORT") is None
+    shown = messages(ed)
+    assert "make install" in shown and not any(word in shown for word in BROKEN), shown
+    report = checkhealth(ed)
+    assert lines_with(report, "ERROR failed:"), report
+    assert lines_with(report, "ERROR mcp"), report
+    assert "make install" in report
