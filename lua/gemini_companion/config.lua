@@ -1,37 +1,99 @@
 ---@class gemini_companion.Config
 ---@field auto_start boolean Start the server when Neovim starts.
 ---@field workspace_folders string[]|fun():string[] Extra workspace roots besides Neovim's working directories.
+---@field diff gemini_companion.DiffConfig How proposed edits are shown.
+---@field context gemini_companion.ContextConfig What the agent sees of your editor.
+
+---@class gemini_companion.DiffConfig
+---@field layout 'vertical'|'horizontal' Original and proposal side by side, or one above the other.
+---@field focus boolean Switch to a diff's tab when it opens (false: open it in the background and say so).
+
+---@class gemini_companion.ContextConfig
+---@field enabled boolean Share open files, cursor and selection with connected clients.
+---@field debounce_ms integer Wait this long after a change before sending the new state.
+---@field max_files integer Share at most this many files, most recently focused first.
+---@field max_selection_bytes integer Cut the shared selection to this many bytes (0: share no selection).
+---@field filter? fun(bufnr: integer): boolean Return false to keep a buffer out of the context.
+---@field is_trusted? boolean Tell the clients whether the workspace is trusted (nil: say nothing).
 
 local M = {}
+
+local CONTEXT_KEYS =
+  { enabled = true, debounce_ms = true, max_files = true, max_selection_bytes = true, filter = true, is_trusted = true }
 
 ---@type gemini_companion.Config
 M.defaults = {
   auto_start = true,
   workspace_folders = {},
+  diff = {
+    layout = 'vertical',
+    focus = true,
+  },
+  context = {
+    enabled = true,
+    debounce_ms = 50,
+    max_files = 10,
+    max_selection_bytes = 16384,
+  },
 }
 
 ---@type gemini_companion.Config
 M.options = vim.deepcopy(M.defaults)
 
+---@param name string
 ---@param value any
----@return boolean
-local function is_folder_list(value)
-  return type(value) == 'function' or vim.islist(value)
+---@param expected string
+---@param ok boolean
+local function check(name, value, expected, ok)
+  if not ok then
+    error(('gemini-companion: option %s: expected %s, got %s'):format(name, expected, vim.inspect(value)), 0)
+  end
 end
 
---- Merge `opts` over the defaults; raises a readable error for a wrong option.
+---@param value any
+---@param min integer
+---@return boolean
+local function integer_from(value, min)
+  return type(value) == 'number' and value == math.floor(value) and value >= min
+end
+
+---@param name string
+---@param given table
+---@param known table
+local function no_unknown_keys(name, given, known)
+  for key in pairs(given) do
+    if known[key] == nil then
+      error(('gemini-companion: unknown option %s%s'):format(name, key), 0)
+    end
+  end
+end
+
+--- Merge `opts` over the defaults; raises a readable error naming a wrong option.
+--- (Hand-written checks: vim.validate's signature differs between Neovim 0.10 and 0.11.)
 ---@param opts? table
 function M.set(opts)
   opts = opts or {}
-  vim.validate('opts', opts, 'table')
+  check('opts', opts, 'a table', type(opts) == 'table')
+  no_unknown_keys('', opts, M.defaults)
   local merged = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
-  vim.validate('auto_start', merged.auto_start, 'boolean')
-  vim.validate('workspace_folders', merged.workspace_folders, is_folder_list, 'list of paths or function')
-  for key in pairs(opts) do
-    if M.defaults[key] == nil then
-      error(('gemini-companion: unknown option %q'):format(key), 0)
-    end
-  end
+  local diff, context = merged.diff, merged.context
+  check('auto_start', merged.auto_start, 'a boolean', type(merged.auto_start) == 'boolean')
+  local folders = merged.workspace_folders
+  check('workspace_folders', folders, 'a list of paths or a function', type(folders) == 'function' or vim.islist(folders))
+  check('diff', diff, 'a table', type(diff) == 'table')
+  no_unknown_keys('diff.', diff, M.defaults.diff)
+  check('diff.layout', diff.layout, "'vertical' or 'horizontal'", diff.layout == 'vertical' or diff.layout == 'horizontal')
+  check('diff.focus', diff.focus, 'a boolean', type(diff.focus) == 'boolean')
+  check('context', context, 'a table', type(context) == 'table')
+  no_unknown_keys('context.', context, CONTEXT_KEYS)
+  check('context.enabled', context.enabled, 'a boolean', type(context.enabled) == 'boolean')
+  check('context.debounce_ms', context.debounce_ms, 'an integer >= 0', integer_from(context.debounce_ms, 0))
+  check('context.max_files', context.max_files, 'an integer >= 1', integer_from(context.max_files, 1))
+  local cap = context.max_selection_bytes
+  check('context.max_selection_bytes', cap, 'an integer >= 0', integer_from(cap, 0))
+  check('context.filter', context.filter, 'a function', context.filter == nil or type(context.filter) == 'function')
+  local trusted = context.is_trusted
+  check('context.is_trusted', trusted, 'a boolean', trusted == nil or type(trusted) == 'boolean')
   M.options = merged
 end
 

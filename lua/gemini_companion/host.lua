@@ -7,14 +7,17 @@ M.started = false
 
 M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
 
-local reported = {}
+--- Why the last call could not reach the host (nil once one did).
+---@type string?
+M.problem = nil
 
 ---@param message string
-local function report_once(message)
-  if not reported[message] then
-    reported[message] = true
-    vim.notify('gemini-companion: ' .. message, vim.log.levels.ERROR)
-  end
+local function fail(message)
+  M.problem = message
+  local state = require('gemini_companion.state')
+  state.current.state, state.current.error = 'failed', message
+  vim.notify('gemini-companion: ' .. message, vim.log.levels.ERROR)
+  return nil, message
 end
 
 ---@return boolean
@@ -33,23 +36,38 @@ end
 ---@param method string
 ---@param params? table
 ---@return any result, string? error
+--- True when the remote plugin is registered; otherwise says what to run, in one line.
+---@return boolean
+function M.ensure_registered()
+  if M.registered() then
+    return true
+  end
+  fail('the remote plugin is not registered: run :UpdateRemotePlugins, then restart Neovim')
+  return false
+end
+
 local function call(sync, method, params)
-  if not M.registered() then
-    local message = 'the remote plugin is not registered: run :UpdateRemotePlugins, then restart Neovim'
-    report_once(message)
-    return nil, message
+  if not M.ensure_registered() then
+    return nil, M.problem
+  end
+  local prog = vim.g.python3_host_prog
+  if type(prog) == 'string' and vim.fn.executable(vim.fn.expand(prog)) == 0 then
+    return fail(('the Python host %s does not exist: run `make install` in %s, then restart Neovim'):format(prog, M.root))
   end
   local fn = sync and 'GeminiCompanionRequest' or 'GeminiCompanionNotify'
   local ok, result = pcall(vim.fn[fn], method, params or vim.empty_dict())
   if not ok then
-    local message = ('the Python host (%s) failed: run `make install` in %s, then restart Neovim'):format(
-      M.python(),
-      M.root
-    ) .. ' (details: :checkhealth gemini_companion)'
-    report_once(message)
-    return nil, message
+    -- The provider knows why the host did not start (no pynvim, wrong Python version...).
+    local why = vim.fn.exists('*provider#python3#Error') == 1 and vim.fn['provider#python3#Error']() or ''
+    return fail(
+      ('the Python host (%s) failed%s: run `make install` in %s, then restart Neovim'):format(
+        M.python(),
+        why ~= '' and (' (' .. vim.split(why, '\n')[1] .. ')') or '',
+        M.root
+      )
+    )
   end
-  M.started = true
+  M.started, M.problem = true, nil
   return result
 end
 

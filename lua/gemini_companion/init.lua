@@ -46,11 +46,17 @@ function M.workspace()
 end
 
 function M.start()
-  host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() })
+  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() })
+  if not err and config.options.context.enabled then
+    require('gemini_companion.context').attach()
+  end
 end
 
 --- Synchronous: the discovery files are gone when this returns.
 function M.stop()
+  if package.loaded['gemini_companion.context'] then
+    require('gemini_companion.context').detach()
+  end
   if host.started then
     state.update(host.request('stop'))
   end
@@ -91,6 +97,9 @@ function M.status_lines()
   for i, file in ipairs(s.discovery_files) do
     add(i == 1 and 'discovery files' or '', file)
   end
+  for i, problem in ipairs(s.discovery_errors or {}) do
+    add(i == 1 and 'discovery errors' or '', problem)
+  end
   if #s.clients == 0 then
     add('clients', 'none connected')
   end
@@ -105,6 +114,9 @@ end
 ---@param subcommand? string
 function M.command(subcommand)
   subcommand = subcommand or 'status'
+  if not host.ensure_registered() then
+    return
+  end
   if subcommand == 'start' then
     M.start()
   elseif subcommand == 'stop' then

@@ -9,6 +9,7 @@ local M = {}
 ---@field pid integer? The IDE PID the CLIs look for (Neovim's parent process).
 ---@field workspace string[]
 ---@field discovery_files string[]
+---@field discovery_errors string[] Why a discovery file could not be written (unsafe directory, ...).
 ---@field clients {name: string, version: string, session: string, stream: boolean}[]
 ---@field diffs table[]
 ---@field python string?

@@ -9,6 +9,7 @@ with `Editor.lua`, which is safe from any thread.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import secrets
 import socket
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import discovery
+from .context import ContextFeature
+from .diff import DiffFeature
 from .feature import Feature
 from .ide_pid import ide_pid
 
@@ -30,6 +33,11 @@ ENV_KEYS = (
     "GEMINI_CLI_IDE_PID",
     "QWEN_CODE_IDE_SERVER_PORT",
     "QWEN_CODE_IDE_WORKSPACE_PATH",
+    # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
+    "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND",
+    "GEMINI_CLI_IDE_SERVER_STDIO_ARGS",
+    "QWEN_CODE_IDE_SERVER_STDIO_COMMAND",
+    "QWEN_CODE_IDE_SERVER_STDIO_ARGS",
 )
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 
@@ -63,8 +71,9 @@ class Companion:
         self._error: str | None = None
         self._clients: list[dict[str, Any]] = []
         self._nvim_pid = 0
+        self._discovery_errors: list[str] = []
         self._seq = 0
-        self._features: list[Feature] = []
+        self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self)]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
@@ -132,6 +141,7 @@ class Companion:
             feature.on_stop()
         with self._lock:
             self._remove_files()
+            self._discovery_errors = []
             server = self._server
             self._server = self._thread = None
             self._ad = None
@@ -168,6 +178,7 @@ class Companion:
                 "python": sys.executable,
                 "workspace": list(ad.workspace) if ad else [],
                 "discovery_files": [str(p) for p in self._files],
+                "discovery_errors": list(self._discovery_errors),
                 "clients": list(self._clients),
             }
         for feature in self._features:
@@ -239,6 +250,7 @@ class Companion:
         assert self._ad is not None
         written, errors = discovery.write_all(self._ad)
         self._files = written
+        self._discovery_errors = errors
         self._push()
         for line in errors:
             self._notify(line, "error")
@@ -259,6 +271,10 @@ class Companion:
             "GEMINI_CLI_IDE_PID": str(ad.ide_pid),
             "QWEN_CODE_IDE_SERVER_PORT": str(ad.port),
             "QWEN_CODE_IDE_WORKSPACE_PATH": ad.workspace_path,
+            "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": ad.gemini_stdio()["command"],
+            "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": json.dumps(ad.gemini_stdio()["args"]),
+            "QWEN_CODE_IDE_SERVER_STDIO_COMMAND": ad.qwen_stdio()["command"],
+            "QWEN_CODE_IDE_SERVER_STDIO_ARGS": json.dumps(ad.qwen_stdio()["args"]),
         }
 
     def snapshot(self) -> dict[str, Any]:
