@@ -45,14 +45,6 @@ vim.api.nvim_create_autocmd('VimEnter', {
 """
 
 
-def nvim_binary() -> str:
-    explicit = os.environ.get("GEMINI_COMPANION_NVIM")
-    if explicit:
-        return explicit
-    recorded = ROOT / ".venv" / "nvim-path"
-    return recorded.read_text().strip() if recorded.exists() else "nvim"
-
-
 def container_hint() -> str | None:
     in_container = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
     told = any(os.environ.get(k) for k in ("SSH_CONNECTION", "REMOTE_CONTAINERS", "VSCODE_REMOTE_CONTAINERS_SESSION"))
@@ -74,7 +66,7 @@ def wait(proc: subprocess.Popen[bytes]) -> int:
 
 
 def main() -> int:
-    nvim = nvim_binary()
+    nvim = os.environ.get("GEMINI_COMPANION_NVIM", "nvim")  # `make demo` passes the one it installed
     python = ROOT / ".venv" / "bin" / "python"
     if not python.exists():
         print(f"gemini-companion demo: {python} is missing: run `make install` first", file=sys.stderr)

@@ -17,33 +17,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import psutil
 
+from benchlib import STALL_PROBE, Row, row
 from conftest import INIT, NodeClient, Sandbox, client_env, generate_manifest, nvim_binary, wait_for
 
-Row = dict[str, Any]
 BARE_INIT = "vim.opt.shadafile = 'NONE'; vim.opt.swapfile = false"
-# Ticks of a 5 ms timer whose callback runs on Neovim's main loop (vim.schedule_wrap):
-# a gap between ticks is time in which Neovim could not have handled a key either.
-STALL_PROBE = """
-local last, worst = vim.uv.hrtime(), 0
-_G.bench_stall = function() return worst / 1e6 end
-_G.bench_stall_reset = function() worst = 0 end
-local timer = vim.uv.new_timer()
-timer:start(0, 5, vim.schedule_wrap(function()
-  local now = vim.uv.hrtime()
-  worst = math.max(worst, now - last)
-  last = now
-end))
-"""
-
-
-def row(name: str, value: float, unit: str, target: str, ok: bool) -> Row:
-    return {"name": name, "value": value, "unit": unit, "target": target, "ok": ok}
 
 
 def startup_ms(init: Path, env: dict[str, str], workdir: Path) -> float:

@@ -17,9 +17,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from benchlib import Row, row
 from conftest import Editor, NodeClient, Sandbox, client_env, generate_manifest, wait_for
 
-Row = dict[str, Any]
 MOTIONS = 10_000
 BURST = 1_000
 REPEATS = 7
@@ -54,10 +54,6 @@ _G.bench_motions = function(n)
   timer:start(0, 0, step)
 end
 """
-
-
-def row(name: str, value: float, unit: str, target: str, ok: bool) -> Row:
-    return {"name": name, "value": value, "unit": unit, "target": target, "ok": ok}
 
 
 def motions(editor: Editor, n: int) -> tuple[float, float]:

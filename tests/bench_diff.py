@@ -18,9 +18,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from benchlib import STALL_PROBE, Row, row
 from conftest import Editor, NodeClient, Sandbox, client_env, generate_manifest, wait_for
 
-Row = dict[str, Any]
 DIFF = "require('gemini_companion.diff')"
 SIZES = [  # (label, bytes, runs, target ms)
     ("10 KB", 10 * 1024, 15, 50.0),
@@ -38,20 +38,7 @@ vim.api.nvim_create_autocmd('User', { pattern = 'GeminiDiffOpened', callback = f
     _G.bench_drawn = vim.uv.hrtime()
   end)
 end })
--- Main-loop stall: the longest gap between ticks of a 5 ms timer run on the main loop.
-local last, worst = vim.uv.hrtime(), 0
-_G.bench_stall = function() return worst / 1e6 end
-_G.bench_stall_reset = function() worst = 0; last = vim.uv.hrtime() end
-vim.uv.new_timer():start(0, 5, vim.schedule_wrap(function()
-  local now = vim.uv.hrtime()
-  worst = math.max(worst, now - last)
-  last = now
-end))
 """
-
-
-def row(name: str, value: float, unit: str, target: str, ok: bool) -> Row:
-    return {"name": name, "value": value, "unit": unit, "target": target, "ok": ok}
 
 
 def code(size: int, seed: int) -> tuple[str, str]:
@@ -161,7 +148,7 @@ def run() -> list[Row]:
             editor.wait_state("running")
             client = NodeClient("gemini_client.mjs", client_env(editor), sandbox.project)
             assert client.call("connect")["status"] == "connected"
-            editor.lua(PROBE)
+            editor.lua(PROBE + STALL_PROBE)
             project = Path(sandbox.project).resolve()
             bench = Bench(editor, client, project)
             return [*_open_times(bench), _accept_times(bench)]

@@ -14,13 +14,12 @@ import pytest
 
 from conftest import Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, Tui, tmux_available
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, Tui, launch, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
 ]
-READY = "Type your message"
 
 
 @pytest.fixture
@@ -41,19 +40,17 @@ def session(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
             Turn(text="All done."),
         ]
     )
-    tui = Tui(sandbox, model.url, [str(target)])
     try:
-        wait_for(lambda: tui.status()["state"] == "running", E2E_TIMEOUT, "server running")
-        tui.start_cli(str(GEMINI_BIN), READY)
+        tui = launch(sandbox, model.url, [str(target)], str(GEMINI_BIN))
         yield tui, model, target
-    finally:
         tui.close()
+    finally:
         model.close()
 
 
 def ask_for_edit(tui: Tui, model: FakeModel) -> dict:
     tui.prompt("greet there instead of world in greeting.txt", lambda: model.requests)
-    return wait_for(lambda: (d := tui.status()["diffs"]) and d[0], E2E_TIMEOUT, "the diff to open in Neovim")
+    return tui.wait_diff()
 
 
 def model_turns(model: FakeModel) -> int:
@@ -115,12 +112,14 @@ def test_new_file_in_a_new_folder(sandbox: Sandbox):
     target = sandbox.project / "src" / "deep" / "new.txt"
     write = Turn(call="write_file", args={"file_path": str(target), "content": "fresh\n"})
     model = FakeModel([write, Turn(text="Made it.")])
-    tui = Tui(sandbox, model.url, [])
     try:
-        wait_for(lambda: tui.status()["state"] == "running", E2E_TIMEOUT, "server running")
-        tui.start_cli(str(GEMINI_BIN), READY)
+        tui = launch(sandbox, model.url, [], str(GEMINI_BIN))
+    except BaseException:
+        model.close()
+        raise
+    try:
         tui.prompt("create src/deep/new.txt", lambda: model.requests)
-        wait_for(lambda: tui.status()["diffs"], E2E_TIMEOUT, "the diff to open")
+        tui.wait_diff()
         assert not target.exists()  # nothing lands before the user says so
         tui.ex("w")
         wait_for(lambda: target.exists() and target.read_text() == "fresh\n", E2E_TIMEOUT, "the new file")

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import NodeClient, Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, Tui, tmux_available
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, READY, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
@@ -23,15 +23,15 @@ def test_each_cli_talks_to_the_neovim_it_runs_in(sandbox: Sandbox):
     second = Tui(sandbox, model.url, [str(target)], name="second")
     try:
         for tui in (first, second):
-            wait_for(lambda t=tui: t.status()["state"] == "running", E2E_TIMEOUT, "server running")
+            tui.wait_running()
         assert len(list(sandbox.gemini_dir.iterdir())) == 2
         for tui in (first, second):
-            tui.start_cli(str(GEMINI_BIN), "Type your message")
+            tui.start_cli(str(GEMINI_BIN), READY)
         wait_for(lambda: all(t.status()["clients"] for t in (first, second)), E2E_TIMEOUT, "both CLIs connected")
         assert len(first.status()["clients"]) == len(second.status()["clients"]) == 1
 
         second.prompt("rewrite shared.txt", lambda: model.requests)
-        wait_for(lambda: second.status()["diffs"], E2E_TIMEOUT, "the diff in the second Neovim")
+        second.wait_diff()
         assert first.status()["diffs"] == []
         second.ex("w")
         wait_for(lambda: target.read_text() == "two\n", E2E_TIMEOUT, "the write")

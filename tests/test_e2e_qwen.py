@@ -13,13 +13,12 @@ import pytest
 
 from conftest import Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn
-from e2e.tui import E2E_TIMEOUT, NODE22, QWEN_CLI, Tui, tmux_available
+from e2e.tui import E2E_TIMEOUT, NODE22, QWEN_CLI, Tui, launch, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
 ]
-READY = "Type your message"
 
 
 @pytest.fixture
@@ -33,19 +32,17 @@ def session(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
             Turn(text="Edited."),
         ]
     )
-    tui = Tui(sandbox, model.url, [str(target)])
     try:
-        wait_for(lambda: tui.status()["state"] == "running", E2E_TIMEOUT, "server running")
-        tui.start_cli(f"{NODE22} {QWEN_CLI}", READY)
+        tui = launch(sandbox, model.url, [str(target)], f"{NODE22} {QWEN_CLI}")
         yield tui, model, target
-    finally:
         tui.close()
+    finally:
         model.close()
 
 
 def ask_for_edit(tui: Tui, model: FakeModel) -> None:
     tui.prompt("change beta to gamma in notes.txt", lambda: model.requests)
-    wait_for(lambda: tui.status()["diffs"], E2E_TIMEOUT, "the diff to open in Neovim")
+    tui.wait_diff()
 
 
 def test_qwen_connects_and_sees_the_open_file(session):

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, TIMEOUT, Editor, NodeClient, client_env, wait_for
+from mcp_raw import initialize_request
 
 BRIDGE = ROOT / "rplugin" / "python3" / "gemini_companion" / "stdio_bridge.py"
 IN_CONTAINER = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
@@ -33,16 +34,7 @@ needs_container = pytest.mark.skipif(
 STDIO_KEYS = ("GEMINI_CLI_IDE_SERVER_STDIO_COMMAND", "GEMINI_CLI_IDE_SERVER_STDIO_ARGS")
 # What the MCP SDK's StdioClientTransport passes to the command it spawns: nothing else.
 SDK_INHERITED = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bridge-test", "version": "0"},
-    },
-}
+INITIALIZE = initialize_request("bridge-test")
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 

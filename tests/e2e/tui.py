@@ -21,6 +21,7 @@ GEMINI_BIN = NODE_DIR / "node_modules" / ".bin" / "gemini"
 NODE22 = NODE_DIR / "node_modules" / ".bin" / "node"
 QWEN_CLI = NODE_DIR / "node_modules" / "@qwen-code" / "qwen-code" / "cli.js"
 E2E_TIMEOUT = 120.0  # the CLIs start slowly on a loaded 2-core machine
+READY = "Type your message"  # both CLIs' prompt placeholder
 
 
 def tmux_available() -> bool:
@@ -144,12 +145,30 @@ class Tui:
         self.keys("Enter")
         self.wait_screen(ready)
 
+    def wait_running(self) -> None:
+        wait_for(lambda: self.status()["state"] == "running", E2E_TIMEOUT, "server running")
+
+    def wait_diff(self) -> dict[str, Any]:
+        return wait_for(lambda: (d := self.status()["diffs"]) and d[0], E2E_TIMEOUT, "the diff to open in Neovim")
+
     def close(self) -> None:
         try:
             self.nvim.close()
         except Exception:  # noqa: BLE001 - Neovim may be gone already
             pass
         subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=TIMEOUT)
+
+
+def launch(sandbox: Sandbox, model_url: str, files: list[str], cli: str, name: str = "e2e") -> Tui:
+    """Neovim with its server up, and the CLI started in its :terminal."""
+    tui = Tui(sandbox, model_url, files, name)
+    try:
+        tui.wait_running()
+        tui.start_cli(cli, READY)
+    except BaseException:
+        tui.close()
+        raise
+    return tui
 
 
 def _quote(arg: str) -> str:
