@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import stat
 from pathlib import Path
 
@@ -227,3 +228,59 @@ def test_accept_header_without_event_stream_on_get_is_refused(editor):
     conn.request("GET", "/mcp", headers=session.headers(Accept="application/json"))
     assert 400 <= conn.getresponse().status < 500
     conn.close()
+
+
+def test_t11_chunked_upload_without_length_is_cut_off_and_neovim_stays_responsive(editor):
+    session = raw(editor)
+    session.initialize()
+    with socket.create_connection(("127.0.0.1", session.port), timeout=TIMEOUT) as sock:
+        head = "".join(f"{k}: {v}\r\n" for k, v in session.headers().items())
+        sock.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{session.port}\r\nTransfer-Encoding: chunked\r\n{head}\r\n".encode()
+        )
+        chunk = b"x" * (1 << 20)
+        answer = b""
+        sock.settimeout(1)
+        for _ in range(64):  # up to 64 MiB, far past the 32 MiB limit
+            try:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            except OSError:
+                break  # the server hung up on us: fine
+            assert_responsive(editor)
+            try:
+                answer = sock.recv(64)
+            except TimeoutError:
+                continue
+            if answer:
+                break
+        assert answer.startswith(b"HTTP/1.1 413"), answer
+    assert_responsive(editor)
+    assert session.call("tools/list")["result"]["tools"]  # the session itself is unharmed
+
+
+def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor, gemini, sandbox):
+    stuck = raw(editor)
+    stuck.initialize("never-reads")
+    stream = stuck.open_stream()  # opened, then never read: its socket buffer fills up
+    wait_for(lambda: len(editor.status()["clients"]) == 2, what="both clients registered")
+    target = sandbox.project / "big.txt"
+    target.write_text("".join(f"{i:06d} " + "x" * 200 + "\n" for i in range(2000)))
+    editor.nvim.command(f"edit {target}")
+    try:
+        # Many large updates (a 16 KiB selection each, about 6 MB in all): far more than
+        # the stuck client's buffers take.
+        for line in range(1, 400, 1):
+            editor.nvim.command(f"normal! {line}GV{line + 80}G")
+            editor.nvim.input("<Esc>")
+            editor.lua("vim.wait(60, function() return false end)")  # one debounce window
+        editor.nvim.command("normal! 1999G")
+        wait_for(
+            lambda: (
+                (c := gemini.call("context"))
+                and c["workspaceState"]["openFiles"][0].get("cursor", {}).get("line") == 1999
+            ),
+            what="the reading client to get the latest context",
+        )
+        assert_responsive(editor)
+    finally:
+        stream.close()

@@ -9,6 +9,7 @@ import socket
 import subprocess
 
 import psutil
+import pynvim
 import pytest
 
 from conftest import NODE_DIR, TIMEOUT, Editor, wait_for
@@ -210,3 +211,20 @@ def test_host_is_not_spawned_during_startup(editor_factory, sandbox):
     )
     assert editor.nvim.vars["host_at_vimenter"] == 0
     editor.wait_state("running")
+
+
+def test_host_killed_under_a_running_neovim(editor, sandbox):
+    """The host cannot be respawned in this Neovim: say so, and take back what it advertised."""
+    host = host_process(editor)
+    files = [*sandbox.gemini_dir.iterdir(), *sandbox.qwen_dir.iterdir()]
+    host.kill()
+    host.wait(TIMEOUT)
+    status = editor.wait_state("failed")
+    assert "restart Neovim" in status["error"]
+    assert not any(path.exists() for path in files)
+    assert editor.env("GEMINI_CLI_IDE_SERVER_PORT") is None
+    assert editor.env("GEMINI_CLI_IDE_AUTH_TOKEN") is None
+    editor.nvim.command("normal! ggjk")  # context tracking must not spam errors now
+    with pytest.raises(pynvim.NvimError, match="restart Neovim"):
+        editor.nvim.command("GeminiCompanion restart")
+    editor.close()  # VimLeavePre must not hang or complain about the dead host

@@ -20,6 +20,54 @@ local function fail(message)
   return nil, message
 end
 
+--- The host's RPC channel, once a call reached it.
+---@type integer?
+M.channel = nil
+
+local WATCH_MS = 2000
+local HOST_EXITED = 'the Python host exited unexpectedly: restart Neovim to start the server again'
+
+--- The host died under us (killed, crashed): say so once, and take back what it advertised,
+--- so no new terminal points a CLI at a dead port. A remote plugin host cannot be respawned
+--- inside a running Neovim (its functions are bound to the dead channel).
+local function on_host_exit()
+  local state = require('gemini_companion.state')
+  for _, path in ipairs(state.current.discovery_files or {}) do
+    os.remove(path)
+  end
+  for key in pairs(state.env) do
+    vim.env[key] = nil
+  end
+  if package.loaded['gemini_companion.context'] then
+    require('gemini_companion.context').detach()
+  end
+  state.current.discovery_files, state.current.clients, state.current.running = {}, {}, false
+  fail(HOST_EXITED)
+end
+
+--- Whether the host process behind the channel is still there.
+---@return boolean
+function M.alive()
+  return M.channel == nil or vim.api.nvim_get_chan_info(M.channel).id ~= nil
+end
+
+local function watch()
+  local ok, channel = pcall(vim.fn['remote#host#Require'], 'python3')
+  if not ok or channel == 0 then
+    return
+  end
+  M.channel = channel
+  local timer = assert(vim.uv.new_timer())
+  timer:start(WATCH_MS, WATCH_MS, function()
+    vim.schedule(function()
+      if not timer:is_closing() and not M.alive() then
+        timer:close()
+        on_host_exit()
+      end
+    end)
+  end)
+end
+
 ---@return boolean
 function M.registered()
   -- The manifest defines remote functions lazily, through a FuncUndefined autocommand.
@@ -50,6 +98,9 @@ local function call(sync, method, params)
   if not M.ensure_registered() then
     return nil, M.problem
   end
+  if M.started and not M.alive() then
+    return fail(HOST_EXITED)
+  end
   local prog = vim.g.python3_host_prog
   if type(prog) == 'string' and vim.fn.executable(vim.fn.expand(prog)) == 0 then
     return fail(('the Python host %s does not exist: run `make install` in %s, then restart Neovim'):format(prog, M.root))
@@ -67,7 +118,11 @@ local function call(sync, method, params)
       )
     )
   end
-  M.started, M.problem = true, nil
+  if not M.started then
+    M.started = true
+    watch()
+  end
+  M.problem = nil
   return result
 end
 

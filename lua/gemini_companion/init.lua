@@ -57,7 +57,7 @@ function M.stop()
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
   end
-  if host.started then
+  if host.started and host.alive() then
     state.update(host.request('stop'))
   end
 end

@@ -19,6 +19,10 @@ M.current = { running = false, state = 'stopped', workspace = {}, discovery_file
 
 local seq = 0
 
+--- The environment last exported to terminals (false: unset).
+---@type table<string, string|false>
+M.env = {}
+
 --- Apply a snapshot from the host: its status and the environment terminals must inherit.
 --- Snapshots are numbered; one overtaken by a newer (e.g. a synchronous reply) is dropped.
 ---@param snapshot {seq: integer, status: table, env: table<string, string|false>}
@@ -38,6 +42,7 @@ function M.update(snapshot)
   for key, value in pairs(env) do
     vim.env[key] = value or nil
   end
+  M.env = env
   vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiCompanionStatus', modeline = false })
 end
 
