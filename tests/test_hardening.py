@@ -258,7 +258,11 @@ def test_t11_chunked_upload_without_length_is_cut_off_and_neovim_stays_responsiv
     assert session.call("tools/list")["result"]["tools"]  # the session itself is unharmed
 
 
-def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor, gemini, sandbox):
+def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor_factory, gemini_factory, sandbox):
+    editor = editor_factory(setup={"context": {"debounce_ms": 0}})  # an update per command
+    editor.wait_state("running")
+    gemini = gemini_factory(editor)
+    assert gemini.call("connect")["status"] == "connected"
     stuck = raw(editor)
     stuck.initialize("never-reads")
     stream = stuck.open_stream()  # opened, then never read: its socket buffer fills up
@@ -267,12 +271,12 @@ def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor, gemini,
     target.write_text("".join(f"{i:06d} " + "x" * 200 + "\n" for i in range(2000)))
     editor.nvim.command(f"edit {target}")
     try:
-        # Many large updates (a 16 KiB selection each, about 6 MB in all): far more than
-        # the stuck client's buffers take.
-        for line in range(1, 400, 1):
+        # Many large updates (a 16 KiB selection each, about 16 MB in all): far more than
+        # the stuck client's socket buffers take.
+        for line in range(1, 1000):
             editor.nvim.command(f"normal! {line}GV{line + 80}G")
-            editor.nvim.input("<Esc>")
-            editor.lua("vim.wait(60, function() return false end)")  # one debounce window
+            editor.lua("return 1")  # a round trip lets the update go out
+        editor.nvim.input("<Esc>")
         editor.nvim.command("normal! 1999G")
         wait_for(
             lambda: (
@@ -281,6 +285,8 @@ def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor, gemini,
             ),
             what="the reading client to get the latest context",
         )
+        updates = gemini.events.qsize()
+        assert updates > 800, updates  # megabytes went to the stuck client's full socket
         assert_responsive(editor)
     finally:
         stream.close()
