@@ -31,7 +31,7 @@ local M = {}
 ---@field proposal integer Buffer: the proposal.
 ---@field tab integer
 ---@field group integer Autocommand group of this diff.
----@field poll uv.uv_fs_poll_t? Watches the file while the diff is open.
+---@field poll uv.uv_timer_t? Watches the file while the diff is open.
 ---@field return_win integer Where the user was when the diff opened.
 ---@field return_to_terminal boolean They were typing in a terminal.
 ---@field done boolean
@@ -238,17 +238,29 @@ local function reject(diff)
   finish(diff, 'rejected')
 end
 
+--- Stat the file every second and ask Python to look when it changed. Not uv's fs_poll:
+--- its first stat is taken asynchronously, so a change right after the diff opened could
+--- become its baseline and go unseen. Here the first check always asks, and Python compares
+--- with what it read when the diff opened.
 ---@param diff gemini_companion.Diff
 local function watch(diff)
-  diff.poll = vim.uv.new_fs_poll()
+  local last ---@type string?
+  diff.poll = vim.uv.new_timer()
   if not diff.poll then
     return
   end
-  diff.poll:start(diff.path, 1000, function()
-    vim.schedule(function()
-      if not diff.done then
-        host.notify('diff_refresh', { id = diff.id })
+  diff.poll:start(1000, 1000, function()
+    vim.uv.fs_stat(diff.path, function(_, st)
+      local now = st and ('%d:%d:%d:%d'):format(st.ino, st.size, st.mtime.sec, st.mtime.nsec) or 'missing'
+      if now == last then
+        return
       end
+      last = now
+      vim.schedule(function()
+        if not diff.done then
+          host.notify('diff_refresh', { id = diff.id })
+        end
+      end)
     end)
   end)
 end
