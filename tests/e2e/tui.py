@@ -65,8 +65,12 @@ class Tui:
         self.nvim_socket = sandbox.base / f"nvim-{name}.sock"
         gemini_settings(sandbox.home)
         qwen_settings(sandbox.home)
+        # A user's terminal is no CI job: with CI (or CI_*) set, both CLIs' UI framework
+        # switches to non-interactive output and never shows its prompt.
+        user_env = {k: v for k, v in sandbox.env.items() if k not in ("CI", "CONTINUOUS_INTEGRATION")}
+        user_env = {k: v for k, v in user_env.items() if not k.startswith("CI_")}
         self.env = dict(
-            sandbox.env,
+            user_env,
             TERM="xterm-256color",
             GEMINI_CLI_HOME=str(sandbox.home),
             GOOGLE_GEMINI_BASE_URL=model_url,
