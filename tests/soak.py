@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,64 +68,82 @@ def diff_cycle(editor: Editor, client: NodeClient, path: Path, outcome: str) -> 
     assert reply["ok"], reply
 
 
+@dataclass
+class SoakResult:
+    seconds: float
+    cycles: int
+    motions: int
+    start: dict[str, Any]
+    end: dict[str, Any]
+    errors: list[str]
+
+    @property
+    def problems(self) -> list[str]:
+        found = [f"{key} grew" for key in ("buffers", "windows", "tabpages") if self.end[key] > self.start[key]]
+        if self.end["host_rss_mib"] > self.start["host_rss_mib"] * 1.25 + 5:
+            found.append("host memory grew")
+        return found + [f"error in :messages: {line}" for line in self.errors]
+
+
+def soak(base: Path, seconds: float) -> SoakResult:
+    """Run the busy day in `base` for `seconds`; census before and after."""
+    sandbox = Sandbox(base / "soak", generate_manifest(base / "rplugin.vim"))
+    source = sandbox.project / "busy.py"
+    source.write_text("".join(f"line {i} with some words é 漢字\n" for i in range(LINES)))
+    address = base / "nvim.sock"
+    editor = Editor(sandbox, args=["--listen", str(address), str(source)])
+    clients: list[NodeClient] = []
+    stop = threading.Event()
+    try:
+        editor.wait_state("running")
+        clients = [NodeClient("gemini_client.mjs", client_env(editor), sandbox.project) for _ in range(CLIENTS)]
+        for client in clients:
+            assert client.call("connect")["status"] == "connected"
+        targets = []
+        for i in range(CLIENTS):
+            target = sandbox.project / f"target{i}.txt"
+            target.write_text(f"original {i}\n")
+            targets.append(target)
+        # One warm-up cycle per outcome, so lazily created things exist before the baseline.
+        for outcome in ("accept", "reject", "close"):
+            diff_cycle(editor, clients[0], targets[0], outcome)
+        start = census(editor)
+        motions = [0]
+        mover = threading.Thread(target=keep_moving, args=(address, stop, motions), daemon=True)
+        mover.start()
+        cycles = 0
+        deadline = time.monotonic() + seconds
+        outcomes = itertools.cycle(["accept", "reject", "close"])
+        while time.monotonic() < deadline:
+            for client, target in zip(clients, targets, strict=True):
+                diff_cycle(editor, client, target, next(outcomes))
+                cycles += 1
+        stop.set()
+        mover.join(60)
+        end = census(editor)
+        errors = [line for line in editor.messages().splitlines() if "rror" in line]
+    finally:
+        stop.set()
+        for client in clients:
+            client.close()
+        editor.close()
+    return SoakResult(seconds, cycles, motions[0], start, end, errors)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=180.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gemini-companion-soak-") as tmp:
-        base = Path(tmp)
-        sandbox = Sandbox(base / "soak", generate_manifest(base / "rplugin.vim"))
-        source = sandbox.project / "busy.py"
-        source.write_text("".join(f"line {i} with some words é 漢字\n" for i in range(LINES)))
-        address = base / "nvim.sock"
-        editor = Editor(sandbox, args=["--listen", str(address), str(source)])
-        clients: list[NodeClient] = []
-        stop = threading.Event()
-        try:
-            editor.wait_state("running")
-            clients = [NodeClient("gemini_client.mjs", client_env(editor), sandbox.project) for _ in range(CLIENTS)]
-            for client in clients:
-                assert client.call("connect")["status"] == "connected"
-            targets = []
-            for i in range(CLIENTS):
-                target = sandbox.project / f"target{i}.txt"
-                target.write_text(f"original {i}\n")
-                targets.append(target)
-            # One warm-up cycle per outcome, so lazily created things exist before the baseline.
-            for outcome in ("accept", "reject", "close"):
-                diff_cycle(editor, clients[0], targets[0], outcome)
-            start = census(editor)
-            motions = [0]
-            mover = threading.Thread(target=keep_moving, args=(address, stop, motions), daemon=True)
-            mover.start()
-            cycles = 0
-            deadline = time.monotonic() + args.seconds
-            outcomes = itertools.cycle(["accept", "reject", "close"])
-            while time.monotonic() < deadline:
-                for client, target in zip(clients, targets, strict=True):
-                    diff_cycle(editor, client, target, next(outcomes))
-                    cycles += 1
-            stop.set()
-            mover.join(60)
-            end = census(editor)
-            errors = [line for line in editor.messages().splitlines() if "rror" in line]
-        finally:
-            stop.set()
-            for client in clients:
-                client.close()
-            editor.close()
-    print(f"soak: {args.seconds:.0f} s, {CLIENTS} clients, {cycles} diff cycles, {motions[0]} motions")
+        result = soak(Path(tmp), args.seconds)
+    print(f"soak: {result.seconds:.0f} s, {CLIENTS} clients, {result.cycles} diff cycles, {result.motions} motions")
     print(f"{'':14}{'start':>10}{'end':>10}")
-    for key in start:
-        print(f"{key:14}{start[key]:>10}{end[key]:>10}")
-    leaked = [key for key in ("buffers", "windows", "tabpages") if end[key] > start[key]]
-    grown = end["host_rss_mib"] > start["host_rss_mib"] * 1.25 + 5
-    if errors:
-        print("errors in :messages:", *errors, sep="\n  ")
-    if leaked or grown or errors:
-        print(f"FAILED: leaked {leaked or 'nothing'}, host memory grew {'yes' if grown else 'no'}")
+    for key in result.start:
+        print(f"{key:14}{result.start[key]:>10}{result.end[key]:>10}")
+    if result.problems:
+        print("FAILED:", *result.problems, sep="\n  ")
         return 1
-    print("flat: no buffers, windows or tabpages left behind; host memory steady")
+    print("flat: no buffers, windows or tabpages left behind; host memory steady; no errors")
     return 0
 
 

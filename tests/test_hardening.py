@@ -290,3 +290,12 @@ def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor_factory,
         assert_responsive(editor)
     finally:
         stream.close()
+
+
+def test_r15_motion_hammering_while_clients_open_and_close_diffs(tmp_path):
+    """A short `make soak`: cursor and selections never stop while three clients cycle diffs."""
+    from soak import soak
+
+    result = soak(tmp_path, seconds=10)
+    assert result.cycles >= 3 and result.motions > 0
+    assert result.problems == []
