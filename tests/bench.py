@@ -28,8 +28,8 @@ from conftest import INIT, NodeClient, Sandbox, client_env, generate_manifest, n
 BARE_INIT = "vim.opt.shadafile = 'NONE'; vim.opt.swapfile = false"
 
 
-def startup_ms(init: Path, env: dict[str, str], workdir: Path) -> float:
-    """Neovim's own --startuptime total, to the end of VimEnter processing."""
+def startup_ms(init: Path, env: dict[str, str], workdir: Path) -> tuple[float, float]:
+    """Neovim's own --startuptime: the total to the end of startup, and our plugin/ file's own time."""
     log = workdir / "startuptime.log"
     log.unlink(missing_ok=True)
     subprocess.run(
@@ -39,8 +39,11 @@ def startup_ms(init: Path, env: dict[str, str], workdir: Path) -> float:
         check=True,
         timeout=60,
     )
-    started = [line for line in log.read_text().splitlines() if "NVIM STARTED" in line]
-    return float(started[-1].split()[0])
+    lines = log.read_text().splitlines()
+    started = [line for line in lines if "NVIM STARTED" in line]
+    ours = [line for line in lines if line.endswith("/plugin/gemini_companion.lua")]
+    # "clock  self+sourced  self: sourcing <file>"
+    return float(started[-1].split()[0]), float(ours[-1].split()[2].rstrip(":")) if ours else 0.0
 
 
 def bench_startup(sandbox: Sandbox, repeats: int) -> list[Row]:
@@ -50,19 +53,28 @@ def bench_startup(sandbox: Sandbox, repeats: int) -> list[Row]:
         "full": f"dofile('{INIT}')",
     }
     times: dict[str, list[float]] = {name: [] for name in inits}
+    plugin_file: list[float] = []
     for name, body in inits.items():
         (sandbox.base / f"{name}.lua").write_text(body)
     for _ in range(repeats):  # interleaved, so machine load hits all alike
         for name in inits:
-            times[name].append(startup_ms(sandbox.base / f"{name}.lua", sandbox.env, sandbox.project))
+            total, ours = startup_ms(sandbox.base / f"{name}.lua", sandbox.env, sandbox.project)
+            times[name].append(total)
+            if name == "full":
+                plugin_file.append(ours)
     bare, disabled, full = (statistics.median(times[name]) for name in inits)
     own = full / disabled
+    # Whole-startup medians of ~8 ms move by about a millisecond from run to run on a
+    # shared machine: the plugin/ file's own sourcing time is the steadier figure.
+    file_ratio = (disabled + statistics.median(plugin_file)) / disabled
     return [
         row("startup, plugin not installed", bare, "ms", "-", True),
         row("startup, on runtimepath but plugin/ skipped", disabled, "ms", "-", True),
         row("startup, plugin loaded", full, "ms", "-", True),
-        row("startup ratio, plugin/ file (loaded / skipped)", own, "x", "<= 1.05", own <= 1.05),
-        row("startup ratio, all in (loaded / not installed)", full / bare, "x", "-", True),
+        row("  plugin/gemini_companion.lua's own sourcing time", statistics.median(plugin_file), "ms", "-", True),
+        row("startup ratio, plugin/ file's own time added", file_ratio, "x", "<= 1.05", file_ratio <= 1.05),
+        row("startup ratio, loaded / skipped (whole runs)", own, "x", "<= 1.05", own <= 1.05),
+        row("startup ratio, loaded / not installed (whole runs)", full / bare, "x", "-", True),
     ]
 
 
@@ -143,6 +155,24 @@ def bench_client_rss(base: Path, manifest: Path) -> list[Row]:
     return [row("host RSS, one client connected", rss, "MiB", "-", True)]
 
 
+def bench_soak(base: Path, seconds: float) -> list[Row]:
+    from soak import soak
+
+    result = soak(base / "soak", seconds)
+    grew = result.end["host_rss_mib"] - result.start["host_rss_mib"]
+    return [
+        row(f"host RSS before a {seconds:.0f} s soak", result.start["host_rss_mib"], "MiB", "-", True),
+        row(
+            f"host RSS after it ({result.cycles} diff cycles)",
+            result.end["host_rss_mib"],
+            "MiB",
+            "flat",
+            not result.problems,
+        ),
+        row("  growth", grew, "MiB", "-", True),
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"{'figure':52} {'value':>10} {'unit':5} {'target':>10}  ")
     for r in rows:
@@ -153,16 +183,19 @@ def print_table(rows: list[Row]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--soak-seconds", type=float, default=30.0)
     args = parser.parse_args()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-") as tmp:
         base = Path(tmp)
         manifest = generate_manifest(base / "rplugin.vim")
-        rows += bench_startup(Sandbox(base / "startup", manifest), args.repeats * 2)
+        rows += bench_startup(Sandbox(base / "startup", manifest), args.repeats * 4)
         rows += bench_server_start(base, manifest, args.repeats)
         rows += bench_client_rss(base, manifest)
         for module in sorted(Path(__file__).parent.glob("bench_*.py")):
             rows += importlib.import_module(module.stem).run()
+        (base / "soak").mkdir()
+        rows += bench_soak(base, args.soak_seconds)
     print(f"# make bench on {os.cpu_count()} cores, median of {args.repeats} runs per figure")
     print_table(rows)
 
