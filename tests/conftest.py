@@ -21,8 +21,10 @@ from typing import Any
 import pynvim
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rplugin" / "python3"))  # the plugin's modules
+from gemini_companion.companion import ENV_KEYS
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "rplugin" / "python3"))  # the plugin's modules, for unit-level checks
 TESTS = ROOT / "tests"
 INIT = TESTS / "init.lua"
 NODE_DIR = TESTS / "node"
@@ -247,14 +249,7 @@ class NodeClient:
 def client_env(editor: Editor, **overrides: str) -> dict[str, str]:
     """What a CLI started in the editor's :terminal would see (inherited variables included)."""
     env = dict(editor.sandbox.env)
-    for key in (
-        "GEMINI_CLI_IDE_SERVER_PORT",
-        "GEMINI_CLI_IDE_WORKSPACE_PATH",
-        "GEMINI_CLI_IDE_AUTH_TOKEN",
-        "GEMINI_CLI_IDE_PID",
-        "QWEN_CODE_IDE_SERVER_PORT",
-        "QWEN_CODE_IDE_WORKSPACE_PATH",
-    ):
+    for key in ENV_KEYS:
         value = editor.env(key)
         if value is not None:
             env[key] = value
