@@ -64,7 +64,6 @@ class Companion:
         self._editor = editor
         self._lock = threading.RLock()
         self._server: Any = None  # mcp_server.McpServer, imported on the worker thread
-        self._thread: threading.Thread | None = None
         self._ad: discovery.Advertisement | None = None
         self._files: list[Path] = []
         self._state = "stopped"  # stopped | starting | running | failed
@@ -129,10 +128,8 @@ class Companion:
             )
             self._state = "starting"
             self._advertise()
-            self._thread = threading.Thread(
-                target=self._serve, args=(sock, self._ad), name="gemini-companion", daemon=True
-            )
-            self._thread.start()
+            # A daemon: when Neovim dies the host's main loop ends and must not wait for it.
+            threading.Thread(target=self._serve, args=(sock, self._ad), name="gemini-companion", daemon=True).start()
             if swept:
                 self._notify(f"removed {len(swept)} stale discovery file(s)", "debug")
 
@@ -143,7 +140,7 @@ class Companion:
             self._remove_files()
             self._discovery_errors = []
             server = self._server
-            self._server = self._thread = None
+            self._server = None
             self._ad = None
             self._clients = []
             if self._state != "failed":
