@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -23,7 +22,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 StreamHook = Callable[[str, bool], None]
 
 MCP_PATH = "/mcp"
-log = logging.getLogger(__name__)
 
 
 async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -80,7 +78,6 @@ class RequestGuard:
             await _reply(send, 413, "request body too large")
             return
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
-        log.debug("%s %s session=%s", scope["method"], scope["path"], session[:8])
         if scope["method"] == "GET" and session and self._on_stream:
             await self._serve_stream(session, scope, receive, send)
             return
@@ -93,7 +90,6 @@ class RequestGuard:
 
         async def watch(message: Message) -> None:
             nonlocal opened
-            log.debug("stream %s: %s %s", session[:8], message["type"], message.get("status"))
             await send(message)
             if message["type"] == "http.response.start" and message["status"] == 200 and not opened:
                 opened = True
