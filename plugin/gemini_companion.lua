@@ -11,16 +11,6 @@ if vim.fn.has('nvim-0.10') == 0 then
   return
 end
 
--- The plugin's own venv hosts the server, unless the user already chose a Python host
--- (or opted out with vim.g.gemini_companion_python_host = false). See :h gemini-companion-python.
-if vim.g.python3_host_prog == nil and vim.g.gemini_companion_python_host ~= false then
-  local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h')
-  local python = root .. '/.venv/bin/python'
-  if vim.uv.fs_stat(python) then
-    vim.g.python3_host_prog = python
-  end
-end
-
 local function companion()
   return require('gemini_companion')
 end
@@ -41,9 +31,10 @@ vim.api.nvim_create_user_command('GeminiCompanionStatus', function()
 end, { desc = 'gemini-companion: show server status' })
 for name, verb in pairs({ GeminiAccept = 'accept', GeminiReject = 'reject' }) do
   vim.api.nvim_create_user_command(name, function(opts)
-    require('gemini_companion.diff')[verb](opts.args) -- the whole argument: a path may contain spaces
+    require('gemini_companion.diff')[verb](opts.args, opts.bang) -- the whole argument: a path may contain spaces
   end, {
     nargs = '?',
+    bang = true,
     desc = ('gemini-companion: %s the proposed edit of [file] (default: this tab\'s or the only one)'):format(verb),
     complete = function(lead)
       return require('gemini_companion.diff').complete(lead)
@@ -81,6 +72,27 @@ vim.api.nvim_create_autocmd('DirChanged', {
   callback = function()
     if package.loaded['gemini_companion'] then
       companion().refresh_workspace()
+    end
+  end,
+})
+-- Review buffers from a restored session (or a typed name) have no diff behind them.
+vim.api.nvim_create_autocmd('BufReadCmd', {
+  group = group,
+  pattern = 'gemini://*',
+  callback = function(ev)
+    require('gemini_companion.diff').read_stray(ev.buf)
+  end,
+})
+vim.api.nvim_create_autocmd('SessionLoadPost', {
+  group = group,
+  callback = function()
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_get_name(buf):match('^gemini://') then
+        vim.schedule(function() -- after the session script: its autocommand windows cannot close tabs
+          require('gemini_companion.diff').sweep_stray()
+        end)
+        return
+      end
     end
   end,
 })

@@ -1,6 +1,6 @@
 """`make demo`: Neovim on a throwaway config with the plugin from this checkout, server running.
 
-Everything Neovim would write (config, data, state, cache, the rplugin manifest) goes
+Everything Neovim would write (config, data, state, cache) goes
 to a temporary directory that is removed afterwards. Neovim runs in the current
 directory, in the foreground, so you can open :terminal and run `gemini`.
 """
@@ -20,13 +20,12 @@ HINT = (
 )
 XDG_KEYS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
-# The checkout on the runtimepath, its venv as the Python host, nothing written to disk.
+# The checkout on the runtimepath (its venv runs the host), nothing written to disk.
 # The user's own XDG variables come back once Neovim has started, so a shell opened
 # with :terminal (and the `gemini` run in it) sees the usual environment.
 INIT_LUA = """
 local root = vim.env.GEMINI_COMPANION_DEMO_ROOT
 vim.opt.runtimepath:prepend(root)
-vim.g.python3_host_prog = root .. '/.venv/bin/python'
 vim.opt.shadafile = 'NONE'
 vim.opt.swapfile = false
 vim.api.nvim_create_autocmd('VimEnter', {
@@ -79,22 +78,11 @@ def main() -> int:
         env = dict(os.environ)
         env.update({key: str(base / key.lower()) for key in XDG_KEYS})
         env.update(
-            NVIM_RPLUGIN_MANIFEST=str(base / "rplugin.vim"),
+            NVIM_RPLUGIN_MANIFEST=str(base / "rplugin.vim"),  # should anyone run :UpdateRemotePlugins
             GEMINI_COMPANION_DEMO_ROOT=str(ROOT),
             GEMINI_COMPANION_DEMO_HINT=lines,
             GEMINI_COMPANION_DEMO_XDG=json.dumps({key: os.environ.get(key) for key in XDG_KEYS}),
         )
-        # Register the remote plugin in the throwaway manifest, as :UpdateRemotePlugins would.
-        register = subprocess.run(
-            [nvim, "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if register.returncode != 0 or not (base / "rplugin.vim").exists():
-            print(f"gemini-companion demo: :UpdateRemotePlugins failed:\n{register.stderr}", file=sys.stderr)
-            return 1
         print(lines)
         code = wait(subprocess.Popen([nvim, "-u", str(init)], env=env))
     return code

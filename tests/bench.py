@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import psutil
 
 from benchlib import STALL_PROBE, Row, row
-from conftest import INIT, NodeClient, Sandbox, client_env, generate_manifest, nvim_binary, wait_for
+from conftest import INIT, NodeClient, Sandbox, client_env, nvim_binary, wait_for
 
 BARE_INIT = "vim.opt.shadafile = 'NONE'; vim.opt.swapfile = false"
 
@@ -99,11 +99,11 @@ def remote(sandbox: Sandbox, expr: str) -> str:
     ).stdout.strip()
 
 
-def bench_server_start(base: Path, manifest: Path, repeats: int) -> list[Row]:
+def bench_server_start(base: Path, repeats: int) -> list[Row]:
     to_file, stalls, bare_stalls, rss = [], [], [], []
     for i in range(repeats):
         for with_plugin in (True, False):
-            sandbox = Sandbox(base / f"start{i}{with_plugin}", manifest)
+            sandbox = Sandbox(base / f"start{i}{with_plugin}")
             init = sandbox.base / "init.lua"
             body = f"{STALL_PROBE}\ndofile('{INIT}')" if with_plugin else f"{STALL_PROBE}\n{BARE_INIT}"
             init.write_text(body)
@@ -137,10 +137,10 @@ def bench_server_start(base: Path, manifest: Path, repeats: int) -> list[Row]:
     ]
 
 
-def bench_client_rss(base: Path, manifest: Path) -> list[Row]:
+def bench_client_rss(base: Path) -> list[Row]:
     from conftest import Editor
 
-    sandbox = Sandbox(base / "rss", manifest)
+    sandbox = Sandbox(base / "rss")
     editor = Editor(sandbox)
     try:
         status = editor.wait_state("running")
@@ -188,10 +188,9 @@ def main() -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-") as tmp:
         base = Path(tmp)
-        manifest = generate_manifest(base / "rplugin.vim")
-        rows += bench_startup(Sandbox(base / "startup", manifest), args.repeats * 4)
-        rows += bench_server_start(base, manifest, args.repeats)
-        rows += bench_client_rss(base, manifest)
+        rows += bench_startup(Sandbox(base / "startup"), args.repeats * 4)
+        rows += bench_server_start(base, args.repeats)
+        rows += bench_client_rss(base)
         for module in sorted(Path(__file__).parent.glob("bench_*.py")):
             rows += importlib.import_module(module.stem).run()
         (base / "soak").mkdir()

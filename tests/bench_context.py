@@ -18,7 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from benchlib import Row, row
-from conftest import Editor, NodeClient, Sandbox, client_env, generate_manifest, wait_for
+from conftest import Editor, NodeClient, Sandbox, client_env, wait_for
 
 MOTIONS = 10_000
 BURST = 1_000
@@ -94,8 +94,7 @@ def wait_event(client: NodeClient, line: int, timeout: float = 60) -> int:
 def run() -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-context-") as tmp:
         base = Path(tmp)
-        manifest = generate_manifest(base / "rplugin.vim")
-        sandbox = Sandbox(base / "context", manifest)
+        sandbox = Sandbox(base / "context")
         path = sandbox.project / "bench.txt"
         path.write_text("".join(f"{i:05d} héllo wörld 😀 some text to move along, more text\n" for i in range(2000)))
         editor = Editor(sandbox)

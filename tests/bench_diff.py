@@ -19,7 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from benchlib import STALL_PROBE, Row, row
-from conftest import Editor, NodeClient, Sandbox, client_env, generate_manifest, wait_for
+from conftest import Editor, NodeClient, Sandbox, client_env, wait_for
 
 DIFF = "require('gemini_companion.diff')"
 SIZES = [  # (label, bytes, runs, target ms)
@@ -139,8 +139,7 @@ def _proposal(bench: Bench, path: Path) -> int:
 def run() -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-diff-") as tmp:
         base = Path(tmp)
-        manifest = generate_manifest(base / "rplugin.vim")
-        sandbox = Sandbox(base / "diff", manifest)
+        sandbox = Sandbox(base / "diff")
         editor = Editor(sandbox)
         client = None
         try:

@@ -51,29 +51,10 @@ def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str =
         time.sleep(0.02)
 
 
-def generate_manifest(path: Path) -> Path:
-    """Write the rplugin manifest to `path` with a real :UpdateRemotePlugins."""
-    env = dict(os.environ, NVIM_RPLUGIN_MANIFEST=str(path), GEMINI_COMPANION_PYTHON=sys.executable)
-    subprocess.run(
-        [nvim_binary(), "--headless", "-u", str(INIT), "+UpdateRemotePlugins", "+qa!"],
-        env=env,
-        check=True,
-        timeout=TIMEOUT,
-        capture_output=True,
-    )
-    assert "GeminiCompanionNotify" in path.read_text()
-    return path
-
-
-@pytest.fixture(scope="session")
-def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return generate_manifest(tmp_path_factory.mktemp("manifest") / "rplugin.vim")
-
-
 class Sandbox:
     """One test's world: directories and the environment every process in it sees."""
 
-    def __init__(self, base: Path, manifest: Path) -> None:
+    def __init__(self, base: Path) -> None:
         self.base = base
         self.home = base / "home"
         self.tmp = base / "tmp"
@@ -93,7 +74,8 @@ class Sandbox:
             XDG_DATA_HOME=str(base / "data"),
             XDG_STATE_HOME=str(base / "state"),
             XDG_CACHE_HOME=str(base / "cache"),
-            NVIM_RPLUGIN_MANIFEST=str(manifest),
+            # Not the real HOME's manifest: the plugin must not need one (it starts its own host).
+            NVIM_RPLUGIN_MANIFEST=str(base / "rplugin.vim"),
             GEMINI_COMPANION_PYTHON=sys.executable,
             # /.dockerenv exists on CI machines: without this the client dials host.docker.internal.
             SSH_CONNECTION="127.0.0.1 1 127.0.0.1 2",
@@ -109,8 +91,8 @@ class Sandbox:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, manifest: Path) -> Sandbox:
-    return Sandbox(tmp_path, manifest)
+def sandbox(tmp_path: Path) -> Sandbox:
+    return Sandbox(tmp_path)
 
 
 class Editor:

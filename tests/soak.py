@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import psutil
 import pynvim
 
-from conftest import Editor, NodeClient, Sandbox, client_env, generate_manifest, wait_for
+from conftest import Editor, NodeClient, Sandbox, client_env, wait_for
 
 CLIENTS = 3
 LINES = 400
@@ -87,7 +87,7 @@ class SoakResult:
 
 def soak(base: Path, seconds: float) -> SoakResult:
     """Run the busy day in `base` for `seconds`; census before and after."""
-    sandbox = Sandbox(base / "soak", generate_manifest(base / "rplugin.vim"))
+    sandbox = Sandbox(base / "soak")
     source = sandbox.project / "busy.py"
     source.write_text("".join(f"line {i} with some words é 漢字\n" for i in range(LINES)))
     address = base / "nvim.sock"

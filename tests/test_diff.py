@@ -290,8 +290,8 @@ REJECTIONS: dict[str, Callable[[Review, Path, dict[str, int]], None]] = {
     "quit": lambda r, t, i: r.editor.nvim.command("quit"),
     "close": lambda r, t, i: r.editor.nvim.command("close"),
     "tabclose": lambda r, t, i: r.editor.nvim.command("tabclose"),
-    "bdelete": lambda r, t, i: r.editor.nvim.command(f"bdelete {i['proposal']}"),
-    "bwipeout": lambda r, t, i: r.editor.nvim.command(f"bwipeout {i['proposal']}"),
+    "bdelete!": lambda r, t, i: r.editor.nvim.command(f"bdelete! {i['proposal']}"),
+    "bwipeout!": lambda r, t, i: r.editor.nvim.command(f"bwipeout! {i['proposal']}"),
     "only in the original": lambda r, t, i: r.editor.nvim.command(
         f"call win_gotoid(win_findbuf({i['original']})[0]) | only"
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pynvim
@@ -40,7 +41,7 @@ def test_health_is_ok_for_a_running_server(editor):
     assert re.search(rf"OK .*running on 127\.0\.0\.1:{status['port']}", report), report
     for dependency in ("pynvim", "mcp", "uvicorn", "starlette", "psutil"):
         assert re.search(rf"OK {dependency} \d", report), report
-    assert "OK registered" in report
+    assert re.search(r"OK running \(pid \d+, channel \d+\)", report), report
     for path in status["discovery_files"]:
         assert f"OK discovery file {path}" in report
     assert "OK terminals opened from now on point at this server" in report
@@ -69,25 +70,35 @@ def test_health_reports_a_tmpdir_that_does_not_exist(editor_factory, sandbox):
     assert lines_with(report, f"ERROR TMPDIR={sandbox.base / 'nowhere'} points to a directory that does not exist")
 
 
-def test_unregistered_plugin_gives_one_clear_line_per_command(editor_factory, sandbox, tmp_path: Path):
-    empty = tmp_path / "empty-manifest.vim"
-    empty.write_text("")
-    sandbox.env["NVIM_RPLUGIN_MANIFEST"] = str(empty)
+def test_missing_python_gives_one_clear_line_per_command(editor_factory, sandbox, tmp_path: Path):
+    sandbox.env["GEMINI_COMPANION_PYTHON"] = str(tmp_path / "no-venv" / "bin" / "python")
     ed = editor_factory()
     # Autostart reports it once, after startup.
-    wait_for(lambda: ":UpdateRemotePlugins" in messages(ed), what="the autostart hint")
+    wait_for(lambda: "make install" in messages(ed), what="the autostart hint")
     hints: dict[str, int] = {}
     for command in ("GeminiCompanion start", "GeminiCompanionStatus", "GeminiCompanion restart"):
         ed.nvim.command("messages clear")
         output = run(ed, command) + messages(ed)
-        hints[command] = sum(":UpdateRemotePlugins" in line for line in output.splitlines())
+        hints[command] = sum("make install" in line for line in output.splitlines())
         assert not any(word in output for word in BROKEN), (command, output)
     assert hints == dict.fromkeys(hints, 1), hints
     status = ed.status()
-    assert status["state"] == "failed" and ":UpdateRemotePlugins" in status["error"]
+    assert status["state"] == "failed" and "does not exist" in status["error"], status
     report = checkhealth(ed)
-    assert lines_with(report, "ERROR not registered"), report
-    assert ":UpdateRemotePlugins" in report
+    assert lines_with(report, "ERROR"), report
+    assert "make install" in report
+
+
+def test_running_update_remote_plugins_anyway_changes_nothing(editor, sandbox):
+    """A user's habit: the plugin needs no manifest, and a manifest written anyway does no harm."""
+    editor.nvim.vars["python3_host_prog"] = sys.executable  # a user with a working Python provider
+    editor.nvim.command("UpdateRemotePlugins")
+    assert "GeminiCompanionNotify" in (sandbox.base / "rplugin.vim").read_text()
+    port = editor.status()["port"]
+    editor.nvim.command("GeminiCompanion restart")
+    status = editor.wait_state("running")
+    assert status["port"] != port
+    assert not any(word in messages(editor) for word in BROKEN)
 
 
 def test_host_without_mcp_fails_with_make_install(editor_factory, sandbox, tmp_path: Path):

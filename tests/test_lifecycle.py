@@ -7,9 +7,9 @@ import os
 import signal
 import socket
 import subprocess
+import time
 
 import psutil
-import pynvim
 import pytest
 
 from conftest import NODE_DIR, TIMEOUT, Editor, wait_for
@@ -52,8 +52,9 @@ def test_editor_and_host_killed_then_next_start_sweeps(editor_factory, sandbox):
     first = editor_factory()
     first.wait_state("running")
     host = host_process(first)
+    os.kill(first.pid, signal.SIGSTOP)  # a frozen Neovim cannot clean up after its host either
     host.kill()
-    host.wait(TIMEOUT)
+    wait_for(lambda: not host.is_running() or host.status() == psutil.STATUS_ZOMBIE, what="the host to die")
     os.kill(first.pid, signal.SIGKILL)
     assert len(list(sandbox.gemini_dir.iterdir())) == 1  # nobody could clean up
 
@@ -207,24 +208,49 @@ def test_gemini_in_a_terminal_shell_finds_the_server_by_pid_walk(editor, sandbox
 def test_host_is_not_spawned_during_startup(editor_factory, sandbox):
     """The Python host starts after VimEnter, never inside init.lua or VimEnter itself."""
     editor = editor_factory(
-        args=["--cmd", "autocmd VimEnter * let g:host_at_vimenter = remote#host#IsRunning('python3')"]
+        args=[
+            "--cmd",
+            "autocmd VimEnter * let g:host_at_vimenter ="
+            " luaeval(\"package.loaded['gemini_companion.host'] and require('gemini_companion.host').channel or 0\")",
+        ]
     )
     assert editor.nvim.vars["host_at_vimenter"] == 0
     editor.wait_state("running")
 
 
-def test_host_killed_under_a_running_neovim(editor, sandbox):
-    """The host cannot be respawned in this Neovim: say so, and take back what it advertised."""
+def test_host_killed_under_a_running_neovim_then_restarted(editor, sandbox):
+    """Host death is noticed at once, said once, taken back; `restart` brings a fresh host in this Neovim."""
+    editor.lua(
+        "_G.events = 0 vim.api.nvim_create_autocmd('User', {pattern = 'GeminiCompanionStatus',"
+        " callback = function() _G.events = _G.events + 1 end})"
+    )
+    before = editor.status()
+    old_token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
     host = host_process(editor)
     files = [*sandbox.gemini_dir.iterdir(), *sandbox.qwen_dir.iterdir()]
     host.kill()
     host.wait(TIMEOUT)
     status = editor.wait_state("failed")
-    assert "restart Neovim" in status["error"]
+    assert "killed" in status["error"] and "restart" in status["error"], status
+    assert editor.lua("return _G.events") >= 1, "User GeminiCompanionStatus fired"
     assert not any(path.exists() for path in files)
     assert editor.env("GEMINI_CLI_IDE_SERVER_PORT") is None
     assert editor.env("GEMINI_CLI_IDE_AUTH_TOKEN") is None
+    shown = editor.messages()
+    assert shown.count("the Python host was killed") == 1, shown
+    assert shown.count("gemini-companion: gemini-companion") == 0, shown
     editor.nvim.command("normal! ggjk")  # context tracking must not spam errors now
-    with pytest.raises(pynvim.NvimError, match="restart Neovim"):
-        editor.nvim.command("GeminiCompanion restart")
-    editor.close()  # VimLeavePre must not hang or complain about the dead host
+    assert editor.messages().count("gemini-companion") == shown.count("gemini-companion")
+
+    started = time.monotonic()
+    editor.nvim.command("GeminiCompanion restart")
+    status = editor.wait_state("running")
+    elapsed = time.monotonic() - started
+    assert status["host_pid"] != before["host_pid"] and status["port"] != before["port"]
+    assert status.get("error") is None
+    token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
+    assert token and token != old_token
+    assert editor.env("GEMINI_CLI_IDE_SERVER_PORT") == str(status["port"])
+    assert all(os.path.exists(path) for path in status["discovery_files"]) and len(status["discovery_files"]) == 2
+    print(f"restart after host death: {elapsed:.2f} s")  # the target (<= 2 s) is a bench figure, not asserted
+    editor.close()  # VimLeavePre must not hang or complain

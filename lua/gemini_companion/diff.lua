@@ -1,10 +1,26 @@
 --- The review tab for an agent's proposed edit: the file as it is (read-only) beside the
---- proposal (editable). `:w` in the proposal accepts it; closing it any other way rejects it.
---- The Python side owns the protocol and reads files; this side owns windows and buffers
---- and reports each diff's outcome once. Buffers are named and filled through the API only,
---- so nothing in a path is ever parsed as an Ex command.
+--- proposal (editable). The Python side owns the protocol and reads files; this side owns
+--- windows and buffers and reports each diff's outcome once.
+---
+--- The rules (`:h gemini-companion-diff` has them as a table):
+--- - A proposal is an unsaved buffer ('modified' from the start), so every command that
+---   writes unsaved buffers can accept it (`:w`, `:update`, `:x`, `:wq`, `:xa`, `:wqa`), and
+---   Vim's own guards apply (`:qa` and `:bd` stop at it; `:qa!` and `:bd!` reject it).
+--- - Only the user's own write of the proposal accepts. A write to another file writes a copy;
+---   a write from another window (`:wall`), a timer, an autocommand or a plugin's callback
+---   (auto-save) is refused with a message. See `write_origin`.
+--- - Closing it (`:q`, `:close`, `:tabclose`, `:bd!`) rejects it. Edits are never dropped as a
+---   side effect: an edited proposal that loses its window some other way (`:tabonly`,
+---   `:enew`) comes back in its own tab.
+--- - A proposal whose file changed on disk since the agent read it is "stale": the left side
+---   follows the disk, and accepting needs `:GeminiAccept!` (it would undo that change).
+--- - A proposal whose agent is gone (host died, client disconnected) with the user's edits is
+---   "orphaned": it stays open; `:GeminiAccept!` writes it to the file as the user's own
+---   write (the only time the plugin writes a target file), `:q` drops it.
+--- Buffers are named and filled through the API only: nothing in a path is parsed as Ex.
 local config = require('gemini_companion.config')
 local host = require('gemini_companion.host')
+local message = require('gemini_companion.message')
 
 local M = {}
 
@@ -16,10 +32,11 @@ local M = {}
 
 ---@class gemini_companion.DiffSpec What the Python side sends to open a diff.
 ---@field id integer
----@field path string Absolute, normalised path of the target file.
+---@field path string Absolute, resolved path of the target file.
 ---@field proposal gemini_companion.Text
 ---@field original gemini_companion.Text The file as it is (empty for a new file).
 ---@field is_new boolean The file does not exist yet.
+---@field signature string The file's version the agent saw (see `signature`).
 ---@field first_change integer
 
 ---@class gemini_companion.Diff
@@ -27,11 +44,20 @@ local M = {}
 ---@field path string
 ---@field eol string
 ---@field final_newline boolean
+---@field proposed string[] The agent's proposal, for `:e!`.
+---@field current string[] The file as last read, for `:e!` on the left side.
+---@field is_new boolean
+---@field base string The file's version the agent saw.
+---@field stale string? Why accepting would undo a change on disk.
+---@field orphaned string? Why no agent waits for this proposal any more.
 ---@field original integer Buffer: the file as it is.
 ---@field proposal integer Buffer: the proposal.
+---@field names {original: string, proposal: string}
+---@field tick integer The proposal's changedtick when its text was last set by us.
 ---@field tab integer
 ---@field group integer Autocommand group of this diff.
 ---@field poll uv.uv_timer_t? Watches the file while the diff is open.
+---@field closing 'close'|'side'? How the proposal's window is going away.
 ---@field return_win integer Where the user was when the diff opened.
 ---@field return_to_terminal boolean They were typing in a terminal.
 ---@field done boolean
@@ -39,18 +65,27 @@ local M = {}
 ---@type table<integer, gemini_companion.Diff>
 local diffs = {}
 
-local ERROR, WARN, INFO = vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO
-
----@param message string
----@param level integer
-local function notify(message, level)
-  vim.notify('gemini-companion: ' .. message, level)
+---@param text string
+---@param level? 'info'|'warn'|'error'
+local function notify(text, level)
+  message.notify(text, level)
 end
 
 ---@param path string
 ---@return string
 local function display(path)
   return vim.fn.fnamemodify(path, ':~:.')
+end
+
+--- What identifies a file's version; the Python side computes the same string.
+---@param path string
+---@return string
+local function signature(path)
+  local st = vim.uv.fs_stat(path)
+  if not st then
+    return 'missing'
+  end
+  return ('%d:%d:%d:%d'):format(st.ino, st.size, st.mtime.sec, st.mtime.nsec)
 end
 
 --- Loaded buffers of the user's that show `path`.
@@ -98,41 +133,123 @@ local function split(text)
   return vim.split(text.text, text.eol, { plain = true })
 end
 
----@param name string
+---@param diff gemini_companion.Diff
+---@return boolean
+local function edited(diff)
+  if not vim.api.nvim_buf_is_valid(diff.proposal) then
+    return false
+  end
+  if vim.b[diff.proposal].changedtick == diff.tick then
+    return false
+  end
+  return not vim.deep_equal(vim.api.nvim_buf_get_lines(diff.proposal, 0, -1, false), diff.proposed)
+end
+
+--- Replace a buffer's text without making it an undoable change.
+---@param buf integer
 ---@param lines string[]
+local function set_text(buf, lines)
+  local modifiable = vim.bo[buf].modifiable
+  vim.bo[buf].modifiable = true
+  vim.bo[buf].undolevels = -1
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines) -- one batched call, whatever the size
+  vim.bo[buf].undolevels = -123456 -- back to the global value
+  vim.bo[buf].modifiable = modifiable
+end
+
+---@param diff gemini_companion.Diff
+---@param lines string[]
+local function set_proposal(diff, lines)
+  set_text(diff.proposal, lines)
+  vim.bo[diff.proposal].modified = true -- a pending proposal is unsaved work
+  diff.tick = vim.b[diff.proposal].changedtick
+end
+
+---@param name string
 ---@return integer
-local function new_buffer(name, lines)
+local function new_buffer(name)
   local buf = vim.api.nvim_create_buf(false, false)
   if not pcall(vim.api.nvim_buf_set_name, buf, name) then
     vim.api.nvim_buf_set_name(buf, ('%s (%d)'):format(name, buf))
   end
   vim.bo[buf].swapfile = false
-  -- 'hide' rather than 'wipe': `:q` on an edited proposal then hides it instead of failing
-  -- with E37; we wipe both buffers ourselves when the diff is over.
+  -- 'hide' rather than 'wipe': `:q` on a proposal then hides it instead of failing with
+  -- E37; we wipe both buffers ourselves when the diff is over.
   vim.bo[buf].bufhidden = 'hide'
-  vim.bo[buf].undolevels = -1 -- the initial content is not an undoable change
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines) -- one batched call, whatever the size
-  vim.bo[buf].undolevels = -123456 -- back to the global value
   return buf
 end
 
+--- The winbars: what the user can do, and every warning that holds (never a transient message only).
 ---@param diff gemini_companion.Diff
----@param is_new boolean
-local function set_headers(diff, is_new)
+local function set_headers(diff)
   local name = display(diff.path)
-  local warning = ''
-  local edited = modified_buffer(diff.path)
-  if edited then
-    warning = ('  ⚠ buffer %d has unsaved edits to this file'):format(edited)
+  local warnings = {}
+  if diff.orphaned then
+    table.insert(warnings, ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(diff.orphaned))
+  end
+  if diff.stale then
+    table.insert(warnings, ('⚠ %s · :GeminiAccept! accepts anyway'):format(diff.stale))
+  end
+  local buf = modified_buffer(diff.path)
+  if buf then
+    table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
+  end
+  local header = diff.orphaned and 'Orphaned proposal: %s' or 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
+  header = header:format(name)
+  if #warnings > 0 then
+    header = header .. '  ' .. table.concat(warnings, '  ')
   end
   for _, win in ipairs(vim.fn.win_findbuf(diff.proposal)) do
-    local header = 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk%s'
-    vim.wo[win].winbar = bar(header:format(name, warning))
+    vim.wo[win].winbar = bar(header)
   end
-  local original = is_new and ('New file: %s (does not exist yet)') or 'Current: %s (read-only)'
+  local original = diff.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
   for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
     vim.wo[win].winbar = bar(original:format(name))
   end
+end
+
+--- Reload the user's unmodified buffers of `path` from disk; unsaved edits are never discarded.
+---@param path string
+local function reload_buffers(path)
+  for _, buf in ipairs(file_buffers(path)) do
+    if vim.bo[buf].modified then
+      local text = '%s was changed by the agent, but buffer %d has unsaved edits: not reloaded (:e! loads the new version)'
+      notify(text:format(display(path), buf), 'warn')
+    else
+      -- Answer the reload question ourselves: no prompt, even with 'noautoread'.
+      local id = vim.api.nvim_create_autocmd('FileChangedShell', {
+        buffer = buf,
+        callback = function()
+          vim.v.fcs_choice = 'reload'
+        end,
+      })
+      pcall(vim.cmd.checktime, buf)
+      pcall(vim.api.nvim_del_autocmd, id)
+    end
+  end
+end
+
+--- Once the CLI has written an accepted file, reload the user's buffers of it: a stale
+--- buffer must not overwrite the agent's change later.
+---@param path string
+local function reload_after_write(path)
+  if #file_buffers(path) == 0 then
+    return
+  end
+  local before = signature(path)
+  local timer = assert(vim.uv.new_timer())
+  local waited = 0
+  timer:start(100, 100, function()
+    waited = waited + 100
+    if signature(path) == before and waited < 30000 then
+      return
+    end
+    timer:stop()
+    timer:close()
+    vim.schedule(function()
+      reload_buffers(path)
+    end)
+  end)
 end
 
 --- Remove the tab's buffers (and with them its windows), then tell `User GeminiDiffClosed`.
@@ -171,60 +288,75 @@ local function finish(diff, outcome)
     diff.poll:stop()
     diff.poll:close()
   end
+  if vim.api.nvim_buf_is_valid(diff.proposal) then
+    vim.bo[diff.proposal].modified = false -- nothing left to save: nothing may stop it closing
+  end
   vim.schedule(function()
     cleanup(diff, outcome)
   end)
 end
 
---- Once the CLI has written an accepted file, reload the user's buffers of it: a stale
---- buffer must not overwrite the agent's change later. Unsaved edits are never discarded.
----@param path string
-local function reload_after_write(path)
-  if #file_buffers(path) == 0 then
-    return
+--- Is accepting refused because the file changed on disk since the agent read it?
+---@param diff gemini_companion.Diff
+---@return boolean
+local function check_stale(diff)
+  if not diff.stale and signature(diff.path) ~= diff.base then
+    diff.stale = 'the file changed on disk since the agent read it: accepting would undo that change'
+    set_headers(diff)
   end
-  local function signature()
-    local st = vim.uv.fs_stat(path)
-    return st and table.concat({ st.ino, st.size, st.mtime.sec, st.mtime.nsec }, ':') or ''
-  end
-  local before = signature()
-  local timer = assert(vim.uv.new_timer())
-  local waited = 0
-  timer:start(100, 100, function()
-    waited = waited + 100
-    if signature() == before and waited < 30000 then
-      return
-    end
-    timer:stop()
-    timer:close()
-    vim.schedule(function()
-      for _, buf in ipairs(file_buffers(path)) do
-        if vim.bo[buf].modified then
-          local message = '%s was changed by the agent, but buffer %d has unsaved edits: not reloaded'
-            .. ' (:e! loads the new version)'
-          notify(message:format(display(path), buf), WARN)
-        else
-          -- Answer the reload question ourselves: no prompt, even with 'noautoread'.
-          local id = vim.api.nvim_create_autocmd('FileChangedShell', {
-            buffer = buf,
-            callback = function()
-              vim.v.fcs_choice = 'reload'
-            end,
-          })
-          pcall(vim.cmd.checktime, buf)
-          pcall(vim.api.nvim_del_autocmd, id)
-        end
-      end
-    end)
-  end)
+  return diff.stale ~= nil
 end
 
---- Send the proposal as accepted and close the tab.
+--- Write an orphaned proposal to its file, as the user's own write.
 ---@param diff gemini_companion.Diff
-local function accept(diff)
+---@return boolean
+local function write_target(diff)
+  local buf = modified_buffer(diff.path)
+  if buf then
+    notify(('buffer %d has unsaved edits to %s: save or discard them first'):format(buf, display(diff.path)), 'error')
+    return false
+  end
+  vim.fn.mkdir(vim.fs.dirname(diff.path), 'p')
+  local file, err = io.open(diff.path, 'wb')
+  if not file then
+    notify(('cannot write %s: %s'):format(display(diff.path), err), 'error')
+    return false
+  end
+  local ok, write_err = file:write(proposal_text(diff))
+  file:close()
+  if not ok then
+    notify(('cannot write %s: %s'):format(display(diff.path), write_err), 'error')
+    return false
+  end
+  notify(('wrote the orphaned proposal to %s'):format(display(diff.path)))
+  return true
+end
+
+--- Accept the proposal as it is now. `force`: also a stale one, and write an orphaned one.
+---@param diff gemini_companion.Diff
+---@param force boolean
+local function accept(diff, force)
+  if diff.orphaned then
+    if not force then
+      notify(('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(display(diff.path), diff.orphaned), 'warn')
+      return
+    end
+    if write_target(diff) then
+      finish(diff, 'accepted')
+      reload_buffers(diff.path)
+    end
+    return
+  end
+  if check_stale(diff) and not force then
+    notify(('%s changed on disk since the agent read it: not accepted (:GeminiAccept! accepts anyway, :q rejects)'):format(display(diff.path)), 'warn')
+    return
+  end
   local content = proposal_text(diff)
-  vim.bo[diff.proposal].modified = false
-  host.notify('diff_accepted', { id = diff.id, content = content })
+  local _, err = host.notify('diff_accepted', { id = diff.id, content = content })
+  if err then
+    M.orphan_all(err) -- the host died just now: keep the text
+    return
+  end
   finish(diff, 'accepted')
   reload_after_write(diff.path)
 end
@@ -232,16 +364,236 @@ end
 ---@param diff gemini_companion.Diff
 local function reject(diff)
   -- While Neovim exits the host is stopping: it rejects every open diff itself.
-  if vim.v.exiting == vim.NIL then
+  if vim.v.exiting == vim.NIL and not diff.orphaned then
     host.notify('diff_rejected', { id = diff.id })
   end
   finish(diff, 'rejected')
 end
 
---- Stat the file every second and ask Python to look when it changed. Not uv's fs_poll:
---- its first stat is taken asynchronously, so a change right after the diff opened could
---- become its baseline and go unseen. Here the first check always asks, and Python compares
---- with what it read when the diff opened.
+--- Where a write of the proposal comes from: nil when it is the user's own, else why not.
+--- The user's write is typed or mapped (or sent by a UI over RPC) in the proposal's window.
+--- Not theirs: `:wall` from another window (aucmd_prepbuf borrows the proposal's window
+--- without entering it), a timer, a write nested in another autocommand (`BufLeave
+--- ++nested update`), or a plugin's scheduled Lua callback (auto-save's debounced write).
+---@return string?
+local entered_win ---@type integer? The window the user last entered.
+local quitting = false -- inside `:x`, `:wq`, `:xa`, `:wqa` (QuitPre came first)
+local function write_origin()
+  local state = vim.fn.state()
+  if state:find('c', 1, true) then
+    return 'a timer wrote it'
+  end
+  local _, autocmds = vim.fn.expand('<stack>'):gsub('Autocommands for', '')
+  if autocmds > 1 then
+    return 'an autocommand wrote it'
+  end
+  if not state:find('S', 1, true) then -- not while keys are being processed: RPC or a callback
+    local here = debug.getinfo(1, 'S').source
+    for level = 2, 100 do
+      local info = debug.getinfo(level, 'S')
+      if not info then
+        break
+      end
+      if info.what ~= 'C' and info.source ~= here then
+        return "a plugin's callback wrote it"
+      end
+    end
+  end
+  if quitting then
+    return nil
+  end
+  if vim.fn.win_gettype() == 'autocmd' or (entered_win and vim.api.nvim_get_current_win() ~= entered_win) then
+    return 'it was written from another window'
+  end
+end
+
+--- `:w file`, `:w! file`, `:saveas file`: write a copy of the proposal, as Vim would.
+---@param diff gemini_companion.Diff
+---@param target string
+local function write_copy(diff, target)
+  local path = vim.fn.fnamemodify(target, ':p')
+  if (vim.uv.fs_realpath(path) or path) == diff.path then
+    notify(('%s is the file under review: :w accepts the proposal, :GeminiAccept! when it is stale or orphaned'):format(display(path)), 'error')
+    return
+  end
+  local file, err = io.open(path, 'wb')
+  if not file then
+    notify(('cannot write %s: %s'):format(target, err), 'error')
+    return
+  end
+  file:write(proposal_text(diff))
+  file:close()
+  notify(('wrote a copy of the proposal to %s (the proposal is still in review)'):format(display(path)))
+end
+
+---@param diff gemini_companion.Diff
+local function on_write(diff)
+  local target = vim.fn.expand('<amatch>')
+  if target ~= diff.names.proposal then -- `:saveas` has renamed the buffer by now: the stored name
+    write_copy(diff, target)
+    return
+  end
+  local why = write_origin()
+  if why then
+    local text = 'the proposal for %s was not accepted (%s): use :w in its window, or :GeminiAccept'
+    notify(text:format(display(diff.path), why), 'warn')
+    return
+  end
+  accept(diff, false)
+end
+
+--- `:e!` (or `:bufdo e!`) in a review buffer: back to the agent's proposal / the file's text.
+---@param diff gemini_companion.Diff
+---@param buf integer
+local function on_read(diff, buf)
+  if buf == diff.proposal then
+    set_proposal(diff, diff.proposed)
+  else
+    set_text(diff.original, diff.current)
+  end
+  vim.cmd('diffupdate')
+end
+
+--- Wipe buffers other than `keep` named `name` (renaming leaves the old name behind as an
+--- alternate buffer).
+---@param name string
+---@param keep integer
+local function wipe_named(name, keep)
+  for _, other in ipairs(vim.api.nvim_list_bufs()) do
+    if other ~= keep and vim.api.nvim_buf_get_name(other) == name then
+      pcall(vim.api.nvim_buf_delete, other, { force = true })
+    end
+  end
+end
+
+---@param buf integer
+---@param name string
+---@return boolean
+local function rename(buf, name)
+  local old = vim.api.nvim_buf_get_name(buf)
+  wipe_named(name, buf)
+  local ok = pcall(vim.api.nvim_buf_set_name, buf, name)
+  wipe_named(old, buf)
+  return ok
+end
+
+--- `:saveas x` or `:file x` renamed the proposal: a proposal keeps its name (`:saveas` then
+--- writes a copy), and the alternate buffer Vim made of the old name goes.
+---@param diff gemini_companion.Diff
+---@param buf integer
+local function on_rename(diff, buf)
+  vim.schedule(function() -- once `:saveas` is done with the buffer (and has written the copy)
+    local want = buf == diff.proposal and diff.names.proposal or diff.names.original
+    if diff.done or not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_buf_get_name(buf) == want then
+      return
+    end
+    local taken = vim.api.nvim_buf_get_name(buf)
+    rename(buf, want)
+    if vim.fn.bufexists(taken) == 1 then -- `:saveas` may leave its target's name on a stray buffer
+      wipe_named(taken, buf)
+    end
+  end)
+end
+
+--- Open the tab: the original on the left, the proposal on the right, in diff mode.
+---@param diff gemini_companion.Diff
+---@param enter boolean
+local function show(diff, enter)
+  local options = config.options.diff
+  local from = vim.api.nvim_get_current_win()
+  -- Buffer numbers only: no path ever goes through an Ex command line.
+  vim.cmd('tab sbuffer ' .. diff.original)
+  diff.tab = vim.api.nvim_get_current_tabpage()
+  local original_win = vim.api.nvim_get_current_win()
+  -- Not `:sbuffer`: 'switchbuf' could turn that into yet another tab.
+  local side = options.layout == 'vertical' and 'right' or 'below'
+  local proposal_win = vim.api.nvim_open_win(diff.proposal, true, { split = side, win = original_win })
+  for _, win in ipairs({ original_win, proposal_win }) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('diffthis')
+    end)
+  end
+  set_headers(diff)
+  if not enter and vim.api.nvim_win_is_valid(from) then
+    vim.api.nvim_set_current_win(from)
+  end
+  return proposal_win
+end
+
+--- The proposal lost its window. Closing it on purpose rejects it; an edited proposal
+--- that went as a side effect of another command comes back instead of losing the edits.
+---@param diff gemini_companion.Diff
+local function on_hidden(diff)
+  if diff.done or #vim.fn.win_findbuf(diff.proposal) > 0 then
+    return -- shown again already (`:e!` reloads in place)
+  end
+  local closing = diff.closing
+  diff.closing = nil
+  if closing == 'close' or not edited(diff) or vim.v.exiting ~= vim.NIL then
+    if diff.orphaned then
+      finish(diff, 'closed')
+    else
+      reject(diff)
+    end
+    return
+  end
+  -- The original's windows left behind (`:enew` in the proposal's window) go with it.
+  for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
+    pcall(vim.api.nvim_win_close, win, true)
+  end
+  show(diff, true)
+  local tab = vim.api.nvim_tabpage_get_number(diff.tab)
+  notify(('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(display(diff.path), tab), 'warn')
+end
+
+---@param diff gemini_companion.Diff
+local function attach(diff)
+  local function on(events, buf, callback)
+    vim.api.nvim_create_autocmd(events, { group = diff.group, buffer = buf, callback = callback })
+  end
+  on('BufWriteCmd', diff.proposal, function()
+    on_write(diff)
+  end)
+  for _, buf in ipairs({ diff.proposal, diff.original }) do
+    on('BufReadCmd', buf, function()
+      on_read(diff, buf)
+    end)
+    on('BufFilePost', buf, function()
+      on_rename(diff, buf)
+    end)
+  end
+  -- `:q` in the proposal's window, or a window of the review tab closed from inside it
+  -- (`:close`, `:tabclose`, `:only`): on purpose. From elsewhere (`:tabonly`): a side effect.
+  on('QuitPre', diff.proposal, function()
+    diff.closing = 'close'
+  end)
+  vim.api.nvim_create_autocmd('WinClosed', {
+    group = diff.group,
+    callback = function(ev)
+      local win = tonumber(ev.match)
+      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == diff.proposal then
+        diff.closing = diff.closing or (vim.api.nvim_get_current_tabpage() == diff.tab and 'close' or 'side')
+      end
+    end,
+  })
+  -- Decided once the command is done: `:e!` unloads and reloads in place.
+  on({ 'BufWinLeave', 'BufUnload' }, diff.proposal, function(ev)
+    if ev.event == 'BufUnload' and not diff.closing then
+      diff.closing = 'close' -- `:bd!`, `:bw`, `:q!`: the buffer itself was removed on purpose
+    end
+    vim.schedule(function()
+      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(diff.proposal) then
+        diff.closing = nil -- reloaded (`:e!`), not removed
+        return
+      end
+      on_hidden(diff)
+    end)
+  end)
+end
+
+--- Stat the file every second: mark the proposal stale when the file changed since the agent
+--- read it, and ask Python for the new content of the left side. Not uv's fs_poll: its first
+--- stat is taken asynchronously, so a change right after opening could become its baseline.
 ---@param diff gemini_companion.Diff
 local function watch(diff)
   local last ---@type string?
@@ -257,12 +609,53 @@ local function watch(diff)
       end
       last = now
       vim.schedule(function()
-        if not diff.done then
+        if diff.done then
+          return
+        end
+        check_stale(diff)
+        if not diff.orphaned then
           host.notify('diff_refresh', { id = diff.id })
         end
       end)
     end)
   end)
+end
+
+local global_group ---@type integer?
+
+--- Autocommands for all diffs: the user's window, quit commands, and no LSP on review buffers.
+local function track()
+  if global_group then
+    return
+  end
+  global_group = vim.api.nvim_create_augroup('gemini_companion_diffs', { clear = true })
+  entered_win = vim.api.nvim_get_current_win()
+  vim.api.nvim_create_autocmd('WinEnter', {
+    group = global_group,
+    callback = function()
+      entered_win = vim.api.nvim_get_current_win()
+    end,
+  })
+  vim.api.nvim_create_autocmd('QuitPre', {
+    group = global_group,
+    callback = function()
+      quitting = true
+      vim.schedule(function()
+        quitting = false
+      end)
+    end,
+  })
+  -- Review buffers are not files: no diagnostics on them, no rename edits into them.
+  vim.api.nvim_create_autocmd('LspAttach', {
+    group = global_group,
+    callback = function(ev)
+      if vim.api.nvim_buf_get_name(ev.buf):match('^gemini://') then
+        vim.schedule(function()
+          pcall(vim.lsp.buf_detach_client, ev.buf, ev.data.client_id)
+        end)
+      end
+    end,
+  })
 end
 
 ---@param spec gemini_companion.DiffSpec
@@ -271,99 +664,65 @@ local function open(spec)
   if replaced then
     finish(replaced, 'closed') -- the Python side has told its client
   end
-  local options = config.options.diff
-  local return_win = vim.api.nvim_get_current_win()
+  track()
+  local names = { original = 'gemini://original' .. spec.path, proposal = 'gemini://proposed' .. spec.path }
   ---@type gemini_companion.Diff
   local diff = {
     id = spec.id,
     path = spec.path,
     eol = spec.proposal.eol,
     final_newline = spec.proposal.final_newline,
-    original = new_buffer('gemini://original' .. spec.path, split(spec.original)),
-    proposal = new_buffer('gemini://proposed' .. spec.path, split(spec.proposal)),
+    proposed = split(spec.proposal),
+    current = split(spec.original),
+    is_new = spec.is_new,
+    base = spec.signature,
+    original = new_buffer(names.original),
+    proposal = new_buffer(names.proposal),
+    names = names,
+    tick = 0,
     tab = 0,
     group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. spec.id, { clear = true }),
-    return_win = return_win,
+    return_win = vim.api.nvim_get_current_win(),
     return_to_terminal = vim.api.nvim_get_mode().mode == 't',
     done = false,
   }
+  diff.names = { original = vim.api.nvim_buf_get_name(diff.original), proposal = vim.api.nvim_buf_get_name(diff.proposal) }
   diffs[diff.id] = diff
-
+  set_text(diff.original, diff.current)
   vim.bo[diff.original].buftype = 'nofile'
   vim.bo[diff.original].modifiable = false
   vim.bo[diff.original].readonly = true
   vim.bo[diff.proposal].buftype = 'acwrite'
+  -- Marked for auto-save plugins and scripts: not a file of the user's.
+  vim.b[diff.proposal].gemini_companion_proposal = true
+  vim.b[diff.proposal].autosave_disabled = true
+  set_proposal(diff, diff.proposed)
   local filetype = vim.filetype.match({ filename = spec.path, buf = diff.proposal })
   if filetype then
     vim.bo[diff.original].filetype = filetype
     vim.bo[diff.proposal].filetype = filetype
   end
-  vim.bo[diff.proposal].modified = false
 
-  -- Buffer numbers only: no path ever goes through an Ex command line.
-  vim.cmd('tab sbuffer ' .. diff.original)
-  diff.tab = vim.api.nvim_get_current_tabpage()
-  local original_win = vim.api.nvim_get_current_win()
-  -- Not `:sbuffer`: 'switchbuf' could turn that into yet another tab.
-  local split = options.layout == 'vertical' and 'right' or 'below'
-  local proposal_win = vim.api.nvim_open_win(diff.proposal, true, { split = split, win = original_win })
-  for _, win in ipairs({ original_win, proposal_win }) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd('diffthis')
-    end)
-  end
-  set_headers(diff, spec.is_new)
-  vim.cmd('diffupdate')
-  vim.api.nvim_win_set_cursor(proposal_win, { spec.first_change, 0 })
+  local focus = config.options.diff.focus
+  local proposal_win = show(diff, true)
+  vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #diff.proposed), 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')
   end)
-
-  vim.api.nvim_create_autocmd('BufWriteCmd', {
-    group = diff.group,
-    buffer = diff.proposal,
-    callback = function()
-      if vim.fn.win_gettype() == 'autocmd' then
-        -- `:wall` or an auto-save plugin from elsewhere, not the user's `:w` in the diff.
-        local message = 'the proposal for %s was not accepted: use :w in its window, or :GeminiAccept'
-        notify(message:format(display(diff.path)), WARN)
-        return
-      end
-      accept(diff)
-    end,
-  })
-  -- `:x` and `ZZ` write only a modified buffer; an unedited proposal is accepted too.
-  for _, exit in ipairs({ 'x', 'xi', 'xit', 'exi', 'exit' }) do
-    vim.keymap.set('ca', exit, function()
-      return (vim.fn.getcmdtype() == ':' and vim.fn.getcmdline() == exit) and 'wq' or exit
-    end, { buffer = diff.proposal, expr = true })
-  end
-  vim.keymap.set('n', 'ZZ', '<Cmd>wq<CR>', { buffer = diff.proposal, desc = 'Accept the proposal' })
-  -- BufWinLeave: the proposal is no longer shown anywhere (`:q`, `:close`, `:tabclose`,
-  -- `:only` elsewhere, `:bd`, `:bw`, another buffer in its window). BufUnload covers a
-  -- proposal unloaded while hidden.
-  vim.api.nvim_create_autocmd({ 'BufWinLeave', 'BufUnload' }, {
-    group = diff.group,
-    buffer = diff.proposal,
-    callback = function()
-      if not diff.done then
-        reject(diff)
-      end
-    end,
-  })
+  attach(diff)
   watch(diff)
 
-  if options.focus then
+  if focus then
     if diff.return_to_terminal then
       vim.cmd.stopinsert()
     end
   else
-    vim.api.nvim_set_current_win(return_win)
+    vim.api.nvim_set_current_win(diff.return_win)
     if diff.return_to_terminal then
       vim.cmd.startinsert()
     end
     local tab = vim.api.nvim_tabpage_get_number(diff.tab)
-    notify(('proposed change to %s: review it in tab %d'):format(display(diff.path), tab), INFO)
+    notify(('proposed change to %s: review it in tab %d'):format(display(diff.path), tab))
   end
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'GeminiDiffOpened',
@@ -378,7 +737,7 @@ end
 function M.open(spec)
   local ok, err = pcall(open, spec)
   if not ok then
-    notify(('could not open the diff for %s: %s'):format(display(spec.path), err), ERROR)
+    notify(('could not open the diff for %s: %s'):format(display(spec.path), err), 'error')
     local diff = diffs[spec.id]
     if diff and not diff.done then
       reject(diff)
@@ -401,42 +760,78 @@ function M.close(id)
   return content
 end
 
---- Close diffs without an outcome (their client went away, or the server stopped).
+--- No agent waits for this proposal any more: keep it open with the user's text.
+---@param diff gemini_companion.Diff
+---@param why string
+local function orphan(diff, why)
+  if diff.orphaned then
+    return
+  end
+  diff.orphaned = why
+  for kind, buf in pairs({ original = diff.original, proposal = diff.proposal }) do
+    local old = diff.names[kind]
+    diff.names[kind] = old:gsub('^gemini://%a+', 'gemini://orphaned-' .. kind) -- first: BufFilePost checks it
+    if not rename(buf, diff.names[kind]) then
+      diff.names[kind] = old
+    end
+  end
+  vim.t[diff.tab].gemini_companion_orphaned = why
+  set_headers(diff)
+end
+
+--- The host is gone: every open proposal stays, orphaned.
+---@param why string
+function M.orphan_all(why)
+  for _, diff in pairs(diffs) do
+    orphan(diff, why)
+  end
+end
+
+--- Their client went away (or the server stopped): an edited proposal is kept, orphaned;
+--- the others close.
 ---@param ids integer[]
-function M.close_all(ids)
+---@param why? string
+function M.close_all(ids, why)
   for _, id in ipairs(ids) do
-    if diffs[id] then
-      finish(diffs[id], 'closed')
+    local diff = diffs[id]
+    if diff and why and edited(diff) then
+      orphan(diff, why)
+    elseif diff then
+      finish(diff, 'closed')
     end
   end
 end
 
 --- The file changed on disk while its diff was open: show its new content.
 ---@param id integer
----@param original (gemini_companion.Text|{is_new: boolean})?
+---@param original (gemini_companion.Text|{is_new: boolean})|nil
 ---@param problem string? Why the file cannot be shown any more.
 function M.original_changed(id, original, problem)
   local diff = diffs[id]
   if not diff then
     return
   end
-  if not original then
-    notify(('%s changed on disk and cannot be shown: %s'):format(display(diff.path), problem or '?'), WARN)
+  check_stale(diff)
+  if original == nil or original == vim.NIL then
+    diff.stale = ('the file cannot be read any more (%s)'):format(problem or '?')
+    set_headers(diff)
+    notify(('%s changed on disk and cannot be shown: %s'):format(display(diff.path), problem or '?'), 'warn')
     return
   end
-  vim.bo[diff.original].modifiable = true
-  vim.api.nvim_buf_set_lines(diff.original, 0, -1, false, split(original))
-  vim.bo[diff.original].modifiable = false
-  set_headers(diff, original.is_new)
-  notify(('%s changed on disk: the diff now shows its new content'):format(display(diff.path)), WARN)
+  diff.current = split(original)
+  diff.is_new = original.is_new
+  set_text(diff.original, diff.current)
+  set_headers(diff)
+  notify(('%s changed on disk: the diff now shows its new content'):format(display(diff.path)), 'warn')
 end
 
 --- The open diff for `path`, if any.
 ---@param path string
 ---@return gemini_companion.Diff?
 function M.find(path)
+  local real = vim.uv.fs_realpath(path)
   for _, diff in pairs(diffs) do
-    if diff.path == path then
+    if diff.path == path or diff.path == real then
       return diff
     end
   end
@@ -452,6 +847,14 @@ function M.files()
   end, ids)
 end
 
+--- Paths of the orphaned diffs.
+---@return string[]
+function M.orphaned()
+  return vim.tbl_filter(function(path)
+    return M.find(path).orphaned ~= nil
+  end, M.files())
+end
+
 --- The diff meant by a command argument: the named file, else the current tab's, else the only one.
 ---@param file? string
 ---@return gemini_companion.Diff?
@@ -460,7 +863,7 @@ local function target(file)
     local path = vim.fs.normalize(vim.fn.fnamemodify(file, ':p'))
     local diff = M.find(path)
     if not diff then
-      notify(('no open diff for %s'):format(file), ERROR)
+      notify(('no open diff for %s'):format(file), 'error')
     end
     return diff
   end
@@ -475,15 +878,16 @@ local function target(file)
   if only then
     return only
   end
-  notify(only == nil and 'no open diff' or 'several diffs are open: name the file', ERROR)
+  notify(only == nil and 'no open diff' or 'several diffs are open: name the file', 'error')
 end
 
---- Accept a diff's proposal as it is now (:GeminiAccept).
+--- Accept a diff's proposal as it is now (:GeminiAccept[!]).
 ---@param file? string
-function M.accept(file)
+---@param force? boolean `!`: also when the file changed on disk; write an orphaned proposal.
+function M.accept(file, force)
   local diff = target(file)
   if diff then
-    accept(diff)
+    accept(diff, force == true)
   end
 end
 
@@ -492,7 +896,53 @@ end
 function M.reject(file)
   local diff = target(file)
   if diff then
-    reject(diff)
+    if diff.orphaned then
+      finish(diff, 'closed')
+    else
+      reject(diff)
+    end
+  end
+end
+
+--- A `gemini://` buffer read with no live diff behind it (a restored session, a typed
+--- name): it has nothing to show, so it goes, with its windows and an emptied tab.
+---@param buf integer
+function M.read_stray(buf)
+  for _, diff in pairs(diffs) do
+    if buf == diff.proposal or buf == diff.original then
+      return -- a live diff's own BufReadCmd handles it
+    end
+  end
+  vim.schedule(function()
+    M.sweep_stray()
+  end)
+end
+
+--- Wipe `gemini://` buffers no diff owns, and tabs left with nothing but them.
+function M.sweep_stray()
+  local live = {}
+  for _, diff in pairs(diffs) do
+    live[diff.proposal], live[diff.original] = true, true
+  end
+  local function stray(buf)
+    return not live[buf] and vim.api.nvim_buf_get_name(buf):match('^gemini://') ~= nil
+  end
+  for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+    local wins = vim.api.nvim_tabpage_list_wins(tab)
+    local all_stray = vim.iter(wins):all(function(win)
+      return stray(vim.api.nvim_win_get_buf(win))
+    end)
+    if all_stray and #vim.api.nvim_list_tabpages() > 1 then
+      pcall(vim.cmd, 'tabclose ' .. vim.api.nvim_tabpage_get_number(tab))
+    elseif all_stray then -- the only tab: an empty window takes its place
+      vim.api.nvim_set_current_win(wins[1])
+      vim.cmd('enew | only')
+    end
+  end
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if stray(buf) then
+      pcall(vim.api.nvim_buf_delete, buf, { force = true })
+    end
   end
 end
 
@@ -506,13 +956,20 @@ function M.complete(lead)
   end, names)
 end
 
---- For tests and statuslines: buffers and tab of the diff for `path`.
+--- For tests and statuslines: buffers, tab and state of the diff for `path`.
 ---@param path string
----@return {tab: integer, original: integer, proposal: integer}?
+---@return {tab: integer, original: integer, proposal: integer, orphaned: string?, stale: string?, edited: boolean}?
 function M.info(path)
   local diff = M.find(path)
   if diff then
-    return { tab = diff.tab, original = diff.original, proposal = diff.proposal }
+    return {
+      tab = diff.tab,
+      original = diff.original,
+      proposal = diff.proposal,
+      orphaned = diff.orphaned,
+      stale = diff.stale,
+      edited = edited(diff),
+    }
   end
 end
 

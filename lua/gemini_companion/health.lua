@@ -19,25 +19,15 @@ local ENV_KEYS = {
 
 ---@return string
 local function install_hint()
-  return ('run `make install` in %s, then restart Neovim'):format(host.root)
+  return host.install_hint()
 end
 
---- The Python the rplugin host runs: g:python3_host_prog, else what the provider detects.
+--- The Python that runs the plugin's host.
 ---@return string? path, string how, string? error
 local function python_host()
-  local prog = vim.g.python3_host_prog
-  if type(prog) == 'string' and prog ~= '' then
-    local expanded = vim.fn.expand(prog)
-    local path = vim.fn.exepath(expanded)
-    return path ~= '' and path or expanded, 'g:python3_host_prog'
-  end
-  local ok, provider = pcall(require, 'vim.provider.python')
-  if ok and type(provider) == 'table' and provider.detect_by_module then
-    local path, err = provider.detect_by_module('neovim')
-    return path, 'detected by the Python provider (g:python3_host_prog is not set)', err
-  end
-  local path = vim.fn.exepath('python3')
-  return path ~= '' and path or nil, 'python3 on PATH (g:python3_host_prog is not set)'
+  local python, how = host.python()
+  local path = vim.fn.exepath(python)
+  return path ~= '' and path or python, how
 end
 
 ---@class gemini_companion.HealthDir
@@ -93,9 +83,6 @@ local function check_python()
     return nil
   end
   health.info(('Python host: %s (%s)'):format(python, how))
-  if vim.g.gemini_companion_python_host == false then
-    health.info('vim.g.gemini_companion_python_host = false: the plugin does not set g:python3_host_prog')
-  end
   local running = require('gemini_companion.state').current.python
   if running and vim.fn.resolve(running) ~= vim.fn.resolve(python) then
     health.info(('the running host uses %s'):format(running))
@@ -103,7 +90,7 @@ local function check_python()
   if vim.fn.executable(python) == 0 then
     health.error(python .. ' is not an executable program', {
       install_hint(),
-      'or point g:python3_host_prog at a Python with the packages (:h gemini-companion-python)',
+      'or point vim.g.gemini_companion_python at a Python with the packages (:h gemini-companion-python)',
     })
     return nil
   end
@@ -130,13 +117,14 @@ local function check_python()
   return probe
 end
 
-local function check_rplugin()
-  health.start('gemini-companion: remote plugin')
-  local manifest = vim.env.NVIM_RPLUGIN_MANIFEST or (vim.fn.stdpath('data') .. '/rplugin.vim')
-  if host.registered() then
-    health.ok('registered (manifest: ' .. manifest .. ')')
+local function check_host_process()
+  health.start('gemini-companion: host process')
+  if host.alive() then
+    health.ok(('running (pid %s, channel %d)'):format(vim.fn.jobpid(host.channel), host.channel))
+  elseif host.problem then
+    health.error(host.problem, { ':GeminiCompanion restart', install_hint() })
   else
-    health.error('not registered in ' .. manifest, { 'run :UpdateRemotePlugins, then restart Neovim' })
+    health.info('not started (it starts with the server: :GeminiCompanion start)')
   end
 end
 
@@ -253,7 +241,7 @@ end
 function M.check()
   check_neovim()
   local probe = check_python()
-  check_rplugin()
+  check_host_process()
   check_server()
   if probe then
     check_directories(probe)

@@ -1,132 +1,167 @@
---- Calls into the Python remote plugin, with one clear line instead of a stack trace
---- when the plugin is not registered or its host cannot start.
+--- The plugin's own Python host: a pynvim plugin host process that runs
+--- rplugin/python3/gemini_companion, started by the plugin itself. It needs no manifest,
+--- no :UpdateRemotePlugins and no g:python3_host_prog, and since the plugin owns the
+--- process it notices its death at once (job exit) and can start a fresh one in the same
+--- Neovim. Calls are msgpack-RPC on the job's channel; a notification sent while the
+--- host is still starting waits in the pipe, so starting never blocks the UI.
+local message = require('gemini_companion.message')
+
 local M = {}
 
---- True once a call reached the host (so it is running and must be stopped on exit).
+M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
+--- The remote plugin's directory, as pynvim names its handlers ("<path>:function:<name>").
+M.plugin = vim.fs.normalize(M.root .. '/rplugin/python3/gemini_companion')
+
+-- Run as `python -c BOOT <plugin dir>`: pynvim's plugin host loads the packages named on
+-- its command line. An empty sys.path entry (the cwd) must not shadow anything.
+local BOOT = 'import sys; sys.path = [p for p in sys.path if p]; import pynvim; pynvim.start_host()'
+local STDERR_LINES = 20
+
+--- True once a host has been started (so it must be stopped on exit).
 M.started = false
 
-M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
-
---- Why the last call could not reach the host (nil once one did).
----@type string?
-M.problem = nil
-
----@param message string
-local function fail(message)
-  M.problem = message
-  local state = require('gemini_companion.state')
-  state.current.state, state.current.error = 'failed', message
-  vim.notify('gemini-companion: ' .. message, vim.log.levels.ERROR)
-  return nil, message
-end
-
---- The host's RPC channel, once a call reached it.
+--- The running host's channel (nil: none).
 ---@type integer?
 M.channel = nil
 
-local WATCH_MS = 2000
-local HOST_EXITED = 'the Python host exited unexpectedly: restart Neovim to start the server again'
+--- Why the host cannot run (nil while it can).
+---@type string?
+M.problem = nil
 
---- The host died under us (killed, crashed): say so once, and take back what it advertised,
---- so no new terminal points a CLI at a dead port. A remote plugin host cannot be respawned
---- inside a running Neovim (its functions are bound to the dead channel).
-local function on_host_exit()
-  local state = require('gemini_companion.state')
-  for _, path in ipairs(state.current.discovery_files or {}) do
-    os.remove(path)
+local stderr = {} ---@type string[]
+local stopping = {} ---@type table<integer, boolean> channels we stop on purpose
+
+---@return string
+function M.install_hint()
+  return ('run `make install` in %s'):format(M.root)
+end
+
+--- The Python that runs the host: vim.g.gemini_companion_python, else the plugin's venv.
+---@return string python, string how
+function M.python()
+  local explicit = vim.g.gemini_companion_python
+  if type(explicit) == 'string' and explicit ~= '' then
+    return vim.fn.expand(explicit), 'vim.g.gemini_companion_python'
   end
-  for key in pairs(state.env) do
-    vim.env[key] = nil
+  return M.root .. '/.venv/bin/python', "the plugin's venv"
+end
+
+--- The host is gone or could not start: one line, once, and the state says why.
+---@param why string
+local function fail(why)
+  M.problem = why
+  require('gemini_companion.state').fail(why)
+  message.notify(why, 'error')
+  return nil, why
+end
+
+--- The last thing the host wrote to stderr that explains its exit.
+---@return string?
+local function last_error()
+  for i = #stderr, 1, -1 do
+    local line = vim.trim(stderr[i])
+    if line ~= '' and not line:match('^%s*File ') and not line:match('^Traceback') then
+      return line
+    end
+  end
+end
+
+---@param channel integer
+---@param code integer
+local function on_exit(channel, code)
+  local expected = stopping[channel]
+  stopping[channel] = nil
+  if channel ~= M.channel then
+    return -- an older host we replaced
+  end
+  M.channel = nil
+  if expected or vim.v.exiting ~= vim.NIL then
+    return
+  end
+  local why = last_error()
+  local what = code > 128 and ('was killed (signal %d)'):format(code - 128) or ('exited (code %d)'):format(code)
+  local hint = why and why:find('No module named', 1, true) and (': ' .. M.install_hint()) or ''
+  fail(('the Python host %s%s%s; :GeminiCompanion restart starts a new one'):format(
+    what,
+    why and (' — ' .. why) or '',
+    hint
+  ))
+  -- Open proposals stay open, marked orphaned; nothing is shared with a dead server.
+  if package.loaded['gemini_companion.diff'] then
+    require('gemini_companion.diff').orphan_all('the Python host is gone')
   end
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
   end
-  state.current.discovery_files, state.current.clients, state.current.running = {}, {}, false
-  fail(HOST_EXITED)
 end
 
---- Whether the host process behind the channel is still there.
----@return boolean
-function M.alive()
-  return M.channel == nil or vim.api.nvim_get_chan_info(M.channel).id ~= nil
-end
-
-local function watch()
-  local ok, channel = pcall(vim.fn['remote#host#Require'], 'python3')
-  if not ok or channel == 0 then
-    return
+--- Start a host process; returns its channel.
+---@return integer? channel, string? error
+local function spawn()
+  local python = M.python()
+  if vim.fn.executable(python) == 0 then
+    return fail(('the Python host %s does not exist: %s'):format(python, M.install_hint()))
   end
-  M.channel = channel
-  local timer = assert(vim.uv.new_timer())
-  timer:start(WATCH_MS, WATCH_MS, function()
-    vim.schedule(function()
-      if not timer:is_closing() and not M.alive() then
-        timer:close()
-        on_host_exit()
+  stderr = {}
+  local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
+    rpc = true,
+    on_stderr = function(_, data)
+      for _, line in ipairs(data) do
+        if line ~= '' then
+          table.insert(stderr, line)
+          if #stderr > STDERR_LINES then
+            table.remove(stderr, 1)
+          end
+        end
       end
-    end)
-  end)
-end
-
----@return boolean
-function M.registered()
-  -- The manifest defines remote functions lazily, through a FuncUndefined autocommand.
-  return vim.fn.exists('*GeminiCompanionNotify') == 1 or vim.fn.exists('#FuncUndefined#GeminiCompanionNotify') == 1
-end
-
----@return string
-function M.python()
-  local prog = vim.g.python3_host_prog
-  return type(prog) == 'string' and vim.fn.expand(prog) or 'python3'
+    end,
+    on_exit = function(job, code)
+      vim.schedule(function()
+        on_exit(job, code)
+      end)
+    end,
+  })
+  if not ok or channel <= 0 then
+    return fail(('cannot start the Python host %s: %s'):format(python, ok and channel or tostring(channel)))
+  end
+  M.channel, M.started, M.problem = channel, true, nil
+  require('gemini_companion.state').new_host()
+  return channel
 end
 
 ---@param sync boolean
 ---@param method string
 ---@param params? table
 ---@return any result, string? error
---- True when the remote plugin is registered; otherwise says what to run, in one line.
----@return boolean
-function M.ensure_registered()
-  if M.registered() then
-    return true
-  end
-  fail('the remote plugin is not registered: run :UpdateRemotePlugins, then restart Neovim')
-  return false
-end
-
 local function call(sync, method, params)
-  if not M.ensure_registered() then
-    return nil, M.problem
+  local channel = M.channel
+  if not channel then
+    if method ~= 'start' then -- only starting the server starts a host
+      return nil, M.problem or 'the Python host is not running'
+    end
+    local err
+    channel, err = spawn()
+    if not channel then
+      return nil, err
+    end
   end
-  if M.started and not M.alive() then
-    return fail(HOST_EXITED)
-  end
-  local prog = vim.g.python3_host_prog
-  if type(prog) == 'string' and vim.fn.executable(vim.fn.expand(prog)) == 0 then
-    return fail(('the Python host %s does not exist: run `make install` in %s, then restart Neovim'):format(prog, M.root))
-  end
-  local fn = sync and 'GeminiCompanionRequest' or 'GeminiCompanionNotify'
-  local ok, result = pcall(vim.fn[fn], method, params or vim.empty_dict())
+  local name = M.plugin .. ':function:' .. (sync and 'GeminiCompanionRequest' or 'GeminiCompanionNotify')
+  local args = { { method, params or vim.empty_dict() } }
+  local ok, result = pcall(sync and vim.rpcrequest or vim.rpcnotify, channel, name, unpack(args))
   if not ok then
-    -- The provider knows why the host did not start (no pynvim, wrong Python version...).
-    local why = vim.fn.exists('*provider#python3#Error') == 1 and vim.fn['provider#python3#Error']() or ''
-    return fail(
-      ('the Python host (%s) failed%s: run `make install` in %s, then restart Neovim'):format(
-        M.python(),
-        why ~= '' and (' (' .. vim.split(why, '\n')[1] .. ')') or '',
-        M.root
-      )
-    )
+    -- The host died under this call: its exit handler says why, once.
+    return nil, tostring(result)
   end
-  if not M.started then
-    M.started = true
-    watch()
-  end
-  M.problem = nil
   return result
 end
 
---- Fire and forget: never waits for the host (after the host process is up).
+--- Whether a host process is running.
+---@return boolean
+function M.alive()
+  return M.channel ~= nil and vim.api.nvim_get_chan_info(M.channel).id ~= nil
+end
+
+--- Fire and forget: never waits for the host.
 ---@param method string
 ---@param params? table
 function M.notify(method, params)
@@ -137,7 +172,20 @@ end
 ---@param method string
 ---@param params? table
 function M.request(method, params)
+  if not M.alive() then
+    return nil, M.problem or 'the Python host is not running'
+  end
   return call(true, method, params)
+end
+
+--- End the host process (after `stop`): its exit is expected, not a failure.
+function M.shutdown()
+  local channel = M.channel
+  if channel then
+    stopping[channel] = true
+    M.channel = nil
+    vim.fn.jobstop(channel)
+  end
 end
 
 return M

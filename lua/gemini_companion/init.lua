@@ -57,7 +57,7 @@ function M.stop()
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
   end
-  if host.started and host.alive() then
+  if host.alive() then
     state.update(host.request('stop'))
   end
 end
@@ -68,7 +68,7 @@ function M.restart()
 end
 
 function M.refresh_workspace()
-  if host.started and state.current.state ~= 'stopped' then
+  if host.alive() and state.current.state ~= 'stopped' then
     host.notify('workspace', { workspace = M.workspace() })
   end
 end
@@ -108,15 +108,15 @@ function M.status_lines()
   end
   add('open diffs', #s.diffs)
   add('Python host', s.python or host.python())
+  for i, path in ipairs(require('gemini_companion.diff').orphaned()) do
+    add(i == 1 and 'orphaned diffs' or '', path .. ' (:GeminiAccept! writes it, :q drops it)')
+  end
   return lines
 end
 
 ---@param subcommand? string
 function M.command(subcommand)
   subcommand = subcommand or 'status'
-  if not host.ensure_registered() then
-    return
-  end
   if subcommand == 'start' then
     M.start()
   elseif subcommand == 'stop' then
@@ -126,7 +126,10 @@ function M.command(subcommand)
   elseif subcommand == 'status' then
     vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
   else
-    vim.notify(('gemini-companion: unknown subcommand %q (start, stop, restart, status)'):format(subcommand), vim.log.levels.ERROR)
+    require('gemini_companion.message').notify(
+      ('unknown subcommand %q (start, stop, restart, status)'):format(subcommand),
+      'error'
+    )
   end
 end
 

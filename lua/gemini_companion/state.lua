@@ -23,6 +23,10 @@ local seq = 0
 ---@type table<string, string|false>
 M.env = {}
 
+local function changed()
+  vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiCompanionStatus', modeline = false })
+end
+
 --- Apply a snapshot from the host: its status and the environment terminals must inherit.
 --- Snapshots are numbered; one overtaken by a newer (e.g. a synchronous reply) is dropped.
 ---@param snapshot {seq: integer, status: table, env: table<string, string|false>}
@@ -43,13 +47,45 @@ function M.update(snapshot)
     vim.env[key] = value or nil
   end
   M.env = env
-  vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiCompanionStatus', modeline = false })
+  changed()
+end
+
+--- A new host process numbers its snapshots from 1 again.
+function M.new_host()
+  seq = 0
+end
+
+--- The host cannot serve (it died, or could not start): take back what it advertised, so
+--- no CLI is pointed at a dead port, and say why in the status.
+---@param why string
+function M.fail(why)
+  local current = M.current
+  if current.running or current.state == 'starting' then
+    for _, path in ipairs(current.discovery_files or {}) do
+      os.remove(path)
+    end
+  end
+  for key in pairs(M.env) do
+    vim.env[key] = nil
+  end
+  M.env = {}
+  M.current = vim.tbl_extend('force', current, {
+    running = false,
+    state = 'failed',
+    error = why,
+    port = vim.NIL,
+    discovery_files = {},
+    clients = {},
+    diffs = {},
+  })
+  M.current.port = nil
+  changed()
 end
 
 ---@param message string
 ---@param level 'debug'|'info'|'warn'|'error'
 function M.notify(message, level)
-  vim.notify('gemini-companion: ' .. message, vim.log.levels[level:upper()] or vim.log.levels.INFO)
+  require('gemini_companion.message').notify(message, level)
 end
 
 return M

@@ -40,6 +40,9 @@ ENV_KEYS = (
     "QWEN_CODE_IDE_SERVER_STDIO_ARGS",
 )
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
+# Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
+# so a CLI started without our environment does not pick a dead server's file for long.
+SWEEP_SECONDS = float(os.environ.get("GEMINI_COMPANION_SWEEP_SECONDS") or 30.0)
 
 
 class Editor(Protocol):
@@ -72,13 +75,13 @@ class Companion:
         self._nvim_pid = 0
         self._discovery_errors: list[str] = []
         self._seq = 0
+        self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
         self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self)]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
             "stop": lambda p: self.stop(),
             "workspace": lambda p: self.set_workspace(list(p.get("workspace", []))),
-            "status": lambda p: None,
         }
         for feature in self._features:
             self._methods.update(feature.methods)
@@ -110,6 +113,12 @@ class Companion:
     # --- called on the host's main thread ---------------------------------
 
     def start(self, nvim_pid: int, workspace: list[str]) -> None:
+        try:
+            self._start(nvim_pid, workspace)
+        except Exception as err:  # noqa: BLE001 - one clear line in the status, never a stuck `starting`
+            self._fail(f"cannot start the server: {err}")
+
+    def _start(self, nvim_pid: int, workspace: list[str]) -> None:
         with self._lock:
             if self._state in ("starting", "running"):
                 return
@@ -128,6 +137,12 @@ class Companion:
             )
             self._state = "starting"
             self._advertise()
+            if not self._files:  # no CLI could find us: say why instead of serving nobody
+                sock.close()
+                self._ad = None
+                raise RuntimeError("; ".join(self._discovery_errors) or "no discovery file could be written")
+            self._sweeper = threading.Event()
+            threading.Thread(target=self._sweep_loop, args=(self._sweeper,), name="gemini-sweep", daemon=True).start()
             # A daemon: when Neovim dies the host's main loop ends and must not wait for it.
             threading.Thread(target=self._serve, args=(sock, self._ad), name="gemini-companion", daemon=True).start()
             if swept:
@@ -137,6 +152,9 @@ class Companion:
         for feature in self._features:
             feature.on_stop()
         with self._lock:
+            if self._sweeper is not None:
+                self._sweeper.set()
+                self._sweeper = None
             self._remove_files()
             self._discovery_errors = []
             server = self._server
@@ -182,7 +200,13 @@ class Companion:
             status.update(feature.status())
         return status
 
-    # --- worker thread ----------------------------------------------------
+    # --- worker threads ---------------------------------------------------
+
+    def _sweep_loop(self, stopped: threading.Event) -> None:
+        while not stopped.wait(SWEEP_SECONDS):
+            swept = discovery.sweep_stale()
+            if swept:
+                self._notify(f"removed {len(swept)} stale discovery file(s)", "debug")
 
     def _serve(self, sock: socket.socket, ad: discovery.Advertisement) -> None:
         try:
@@ -232,6 +256,9 @@ class Companion:
 
     def _fail(self, message: str) -> None:
         with self._lock:
+            if self._sweeper is not None:
+                self._sweeper.set()
+                self._sweeper = None
             self._remove_files()
             self._ad = None
             self._server = None

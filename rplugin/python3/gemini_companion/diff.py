@@ -103,8 +103,8 @@ class DiffFeature:
             gone = [d for d in self._diffs.values() if d.session_id == session_id]
             for diff in gone:
                 del self._diffs[diff.key]
-        if gone:
-            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in gone])
+        if gone:  # an edited proposal stays in Neovim, orphaned; the others close
+            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in gone], "the agent disconnected")
             self._link.changed()
 
     def on_stop(self) -> None:
@@ -114,7 +114,7 @@ class DiffFeature:
         for diff in closing:  # best effort: lets a waiting CLI go on instead of waiting 10 minutes
             self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
         if closing:
-            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in closing])
+            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in closing], "the server was stopped")
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -140,7 +140,7 @@ class DiffFeature:
             view = await asyncio.to_thread(_prepare, file_path, new_content)
         except DiffError as err:
             return error(f"openDiff: {err}")
-        key, signature = view.pop("path"), view.pop("signature")
+        key, signature = view.pop("path"), view.pop("raw_signature")
         diff = Diff(next(self._ids), file_path, key, session_id, new_content, signature)
         with self._lock:
             replaced = self._diffs.get(diff.key)
@@ -159,6 +159,10 @@ class DiffFeature:
         file_path = args.get("filePath")
         if not isinstance(file_path, str):
             return error("closeDiff: filePath must be a string")
+        try:
+            _check_path(file_path)
+        except DiffError as err:
+            return error(f"closeDiff: {err}")
         with self._lock:
             diff = self._diffs.pop(_key(file_path), None)
         if diff is None:
@@ -222,7 +226,16 @@ class DiffFeature:
 
 
 def _key(file_path: str) -> str:
-    return os.path.normpath(file_path)
+    """One review per real file: symlinks resolved (a new file's missing tail kept as given)."""
+    return os.path.realpath(file_path)
+
+
+def signature_text(signature: tuple[int, ...] | None) -> str:
+    """The version as diff.lua computes it from a stat: "ino:size:sec:nsec", or "missing"."""
+    if signature is None:
+        return "missing"
+    ino, size, mtime_ns = signature
+    return f"{ino}:{size}:{mtime_ns // 1_000_000_000}:{mtime_ns % 1_000_000_000}"
 
 
 def _check_path(file_path: str) -> None:
@@ -312,7 +325,8 @@ def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
     first_change = _first_change(current["text"].split(current["eol"]), proposal["text"].split(proposal["eol"]))
     return {
         "path": path,
-        "signature": signature,
+        "raw_signature": signature,
+        "signature": signature_text(signature),
         "proposal": proposal,
         "original": current,
         "is_new": original is None,

@@ -25,6 +25,8 @@ IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
 # Our own marker in every file we write: the host process that serves it.
 # A file whose host is dead is stale even if its port was reused (T7).
 OWNER_FIELD = "neovimCompanionPid"
+# ...and when that process started (Linux clock ticks since boot): a reused PID is not ours.
+OWNER_START_FIELD = "neovimCompanionStart"
 # Run by a CLI that cannot reach us over HTTP (in a container it dials host.docker.internal).
 STDIO_BRIDGE = Path(__file__).resolve().with_name("stdio_bridge.py")
 
@@ -109,7 +111,10 @@ def ensure_dir(path: Path) -> None:
 
 
 def _open_dir(path: Path) -> int:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as err:
+        raise DiscoveryError(f"cannot use {path}: {err.strerror}") from None
     problem = _check_dir_stat(path, os.fstat(fd))
     if problem:
         os.close(fd)
@@ -177,6 +182,7 @@ class Advertisement:
             "ideInfo": IDE_INFO,
             "stdio": self.gemini_stdio(),
             OWNER_FIELD: os.getpid(),
+            OWNER_START_FIELD: process_start(os.getpid()),
         }
 
     def qwen_payload(self) -> dict[str, Any]:
@@ -190,6 +196,7 @@ class Advertisement:
             "ideName": IDE_INFO["displayName"],
             "stdio": self.qwen_stdio(),
             OWNER_FIELD: os.getpid(),
+            OWNER_START_FIELD: process_start(os.getpid()),
         }
 
 
@@ -216,7 +223,25 @@ def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
     return written, errors
 
 
-def pid_alive(pid: int) -> bool:
+def _proc_stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat fields after the command name (state first); None if unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            raw = file.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def process_start(pid: int) -> int | None:
+    """When the process started, in clock ticks since boot (Linux); None where unknown."""
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields and len(fields) > 19 else None
+
+
+def pid_alive(pid: int, started: int | None = None) -> bool:
+    """Whether `pid` runs: a zombie (killed, never reaped, common in containers) does not, nor
+    does a process that reused the PID when `started` (from `process_start`) is known."""
     if pid <= 0:
         return False
     try:
@@ -224,8 +249,13 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    fields = _proc_stat(pid)
+    if fields is None:
+        return os.path.isdir("/proc/self") is False  # no procfs: kill() is all we can know
+    if fields[0] in ("Z", "X", "x"):
+        return False
+    return started is None or process_start(pid) == started
 
 
 def port_listening(port: int) -> bool:
@@ -246,7 +276,8 @@ def _is_stale(path: Path, name_pid: int | None, port: int) -> bool:
         return False
     owner = data.get(OWNER_FIELD) if isinstance(data, dict) else None
     if isinstance(owner, int):
-        return owner != os.getpid() and not pid_alive(owner)
+        started = data.get(OWNER_START_FIELD)
+        return owner != os.getpid() and not pid_alive(owner, started if isinstance(started, int) else None)
     # Someone else's file: only when nobody can be behind it.
     pid = name_pid if name_pid is not None else data.get("ppid") if isinstance(data, dict) else None
     pid_dead = not isinstance(pid, int) or not pid_alive(pid)
