@@ -39,14 +39,21 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 demo: install
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) scripts/demo.py
 
-lint: dev
+LUA := lua plugin tests/init.lua
+STYLUA := $(NODE_DIR)/node_modules/.bin/stylua
+
+# Python: ruff and mypy. Lua: StyLua (from npm, with the test clients) and luacheck (Debian's lua-check).
+lint: dev node
 	$(VENV)/bin/ruff check rplugin tests scripts
 	$(VENV)/bin/ruff format --check rplugin tests scripts
 	$(VENV)/bin/mypy
+	$(STYLUA) --check $(LUA)
+	luacheck -q $(LUA)
 
-format: dev
+format: dev node
 	$(VENV)/bin/ruff check --fix rplugin tests scripts
 	$(VENV)/bin/ruff format rplugin tests scripts
+	$(STYLUA) $(LUA)
 
 test: dev node lint
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -m "not bench" -p no:cacheprovider

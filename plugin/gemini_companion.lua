@@ -35,7 +35,7 @@ for name, verb in pairs({ GeminiAccept = 'accept', GeminiReject = 'reject' }) do
   end, {
     nargs = '?',
     bang = true,
-    desc = ('gemini-companion: %s the proposed edit of [file] (default: this tab\'s or the only one)'):format(verb),
+    desc = ("gemini-companion: %s the proposed edit of [file] (default: this tab's or the only one)"):format(verb),
     complete = function(lead)
       return require('gemini_companion.diff').complete(lead)
     end,

@@ -79,10 +79,20 @@ function M.set(opts)
   local diff, context = merged.diff, merged.context
   check('auto_start', merged.auto_start, 'a boolean', type(merged.auto_start) == 'boolean')
   local folders = merged.workspace_folders
-  check('workspace_folders', folders, 'a list of paths or a function', type(folders) == 'function' or vim.islist(folders))
+  check(
+    'workspace_folders',
+    folders,
+    'a list of paths or a function',
+    type(folders) == 'function' or vim.islist(folders)
+  )
   check('diff', diff, 'a table', type(diff) == 'table')
   no_unknown_keys('diff.', diff, M.defaults.diff)
-  check('diff.layout', diff.layout, "'vertical' or 'horizontal'", diff.layout == 'vertical' or diff.layout == 'horizontal')
+  check(
+    'diff.layout',
+    diff.layout,
+    "'vertical' or 'horizontal'",
+    diff.layout == 'vertical' or diff.layout == 'horizontal'
+  )
   check('diff.focus', diff.focus, 'a boolean', type(diff.focus) == 'boolean')
   check('context', context, 'a table', type(context) == 'table')
   no_unknown_keys('context.', context, CONTEXT_KEYS)

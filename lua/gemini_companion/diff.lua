@@ -185,7 +185,10 @@ local function set_headers(diff)
   local name = display(diff.path)
   local warnings = {}
   if diff.orphaned then
-    table.insert(warnings, ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(diff.orphaned))
+    table.insert(
+      warnings,
+      ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(diff.orphaned)
+    )
   end
   if diff.stale then
     table.insert(warnings, ('⚠ %s · :GeminiAccept! accepts anyway'):format(diff.stale))
@@ -194,7 +197,8 @@ local function set_headers(diff)
   if buf then
     table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
   end
-  local header = diff.orphaned and 'Orphaned proposal: %s' or 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
+  local header = diff.orphaned and 'Orphaned proposal: %s'
+    or 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
   header = header:format(name)
   if #warnings > 0 then
     header = header .. '  ' .. table.concat(warnings, '  ')
@@ -213,7 +217,8 @@ end
 local function reload_buffers(path)
   for _, buf in ipairs(file_buffers(path)) do
     if vim.bo[buf].modified then
-      local text = '%s was changed by the agent, but buffer %d has unsaved edits: not reloaded (:e! loads the new version)'
+      local text =
+        '%s was changed by the agent, but buffer %d has unsaved edits: not reloaded (:e! loads the new version)'
       notify(text:format(display(path), buf), 'warn')
     else
       -- Answer the reload question ourselves: no prompt, even with 'noautoread'.
@@ -338,7 +343,10 @@ end
 local function accept(diff, force)
   if diff.orphaned then
     if not force then
-      notify(('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(display(diff.path), diff.orphaned), 'warn')
+      notify(
+        ('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(display(diff.path), diff.orphaned),
+        'warn'
+      )
       return
     end
     if write_target(diff) then
@@ -348,7 +356,12 @@ local function accept(diff, force)
     return
   end
   if check_stale(diff) and not force then
-    notify(('%s changed on disk since the agent read it: not accepted (:GeminiAccept! accepts anyway, :q rejects)'):format(display(diff.path)), 'warn')
+    notify(
+      ('%s changed on disk since the agent read it: not accepted (:GeminiAccept! accepts anyway, :q rejects)'):format(
+        display(diff.path)
+      ),
+      'warn'
+    )
     return
   end
   local content = proposal_text(diff)
@@ -413,7 +426,12 @@ end
 local function write_copy(diff, target)
   local path = vim.fn.fnamemodify(target, ':p')
   if (vim.uv.fs_realpath(path) or path) == diff.path then
-    notify(('%s is the file under review: :w accepts the proposal, :GeminiAccept! when it is stale or orphaned'):format(display(path)), 'error')
+    notify(
+      ('%s is the file under review: :w accepts the proposal, :GeminiAccept! when it is stale or orphaned'):format(
+        display(path)
+      ),
+      'error'
+    )
     return
   end
   local file, err = io.open(path, 'wb')
@@ -543,7 +561,13 @@ local function on_hidden(diff)
   end
   show(diff, true)
   local tab = vim.api.nvim_tabpage_get_number(diff.tab)
-  notify(('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(display(diff.path), tab), 'warn')
+  notify(
+    ('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(
+      display(diff.path),
+      tab
+    ),
+    'warn'
+  )
 end
 
 ---@param diff gemini_companion.Diff
@@ -686,7 +710,8 @@ local function open(spec)
     return_to_terminal = vim.api.nvim_get_mode().mode == 't',
     done = false,
   }
-  diff.names = { original = vim.api.nvim_buf_get_name(diff.original), proposal = vim.api.nvim_buf_get_name(diff.proposal) }
+  diff.names =
+    { original = vim.api.nvim_buf_get_name(diff.original), proposal = vim.api.nvim_buf_get_name(diff.proposal) }
   diffs[diff.id] = diff
   set_text(diff.original, diff.current)
   vim.bo[diff.original].buftype = 'nofile'

@@ -81,11 +81,13 @@ local function on_exit(channel, code)
   local why = last_error()
   local what = code > 128 and ('was killed (signal %d)'):format(code - 128) or ('exited (code %d)'):format(code)
   local hint = why and why:find('No module named', 1, true) and (': ' .. M.install_hint()) or ''
-  fail(('the Python host %s%s%s; :GeminiCompanion restart starts a new one'):format(
-    what,
-    why and (' — ' .. why) or '',
-    hint
-  ))
+  fail(
+    ('the Python host %s%s%s; :GeminiCompanion restart starts a new one'):format(
+      what,
+      why and (' — ' .. why) or '',
+      hint
+    )
+  )
   -- Open proposals stay open, marked orphaned; nothing is shared with a dead server.
   if package.loaded['gemini_companion.diff'] then
     require('gemini_companion.diff').orphan_all('the Python host is gone')
