@@ -77,15 +77,18 @@ local function display(path)
   return vim.fn.fnamemodify(path, ':~:.')
 end
 
---- What identifies a file's version; the Python side computes the same string.
+--- What identifies a file's version, from its stat (nil: it does not exist); the Python
+--- side computes the same string.
+---@param st uv.fs_stat.result?
+---@return string
+local function stat_signature(st)
+  return st and ('%d:%d:%d:%d'):format(st.ino, st.size, st.mtime.sec, st.mtime.nsec) or 'missing'
+end
+
 ---@param path string
 ---@return string
 local function signature(path)
-  local st = vim.uv.fs_stat(path)
-  if not st then
-    return 'missing'
-  end
-  return ('%d:%d:%d:%d'):format(st.ino, st.size, st.mtime.sec, st.mtime.nsec)
+  return stat_signature(vim.uv.fs_stat(path))
 end
 
 --- Loaded buffers of the user's that show `path`.
@@ -312,6 +315,23 @@ local function check_stale(diff)
   return diff.stale ~= nil
 end
 
+--- Write the proposal's bytes to `path` (an orphaned proposal's file, or a copy).
+---@param diff gemini_companion.Diff
+---@param path string
+---@return boolean
+local function write_proposal(diff, path)
+  local file, err = io.open(path, 'wb')
+  local ok = file ~= nil
+  if file then
+    ok, err = file:write(proposal_text(diff))
+    file:close()
+  end
+  if not ok then
+    notify(('cannot write %s: %s'):format(display(path), err), 'error')
+  end
+  return ok
+end
+
 --- Write an orphaned proposal to its file, as the user's own write.
 ---@param diff gemini_companion.Diff
 ---@return boolean
@@ -322,15 +342,7 @@ local function write_target(diff)
     return false
   end
   vim.fn.mkdir(vim.fs.dirname(diff.path), 'p')
-  local file, err = io.open(diff.path, 'wb')
-  if not file then
-    notify(('cannot write %s: %s'):format(display(diff.path), err), 'error')
-    return false
-  end
-  local ok, write_err = file:write(proposal_text(diff))
-  file:close()
-  if not ok then
-    notify(('cannot write %s: %s'):format(display(diff.path), write_err), 'error')
+  if not write_proposal(diff, diff.path) then
     return false
   end
   notify(('wrote the orphaned proposal to %s'):format(display(diff.path)))
@@ -374,10 +386,15 @@ local function accept(diff, force)
   reload_after_write(diff.path)
 end
 
+--- Reject the proposal; an orphaned one has nobody to tell and just closes.
 ---@param diff gemini_companion.Diff
 local function reject(diff)
+  if diff.orphaned then
+    finish(diff, 'closed')
+    return
+  end
   -- While Neovim exits the host is stopping: it rejects every open diff itself.
-  if vim.v.exiting == vim.NIL and not diff.orphaned then
+  if vim.v.exiting == vim.NIL then
     host.notify('diff_rejected', { id = diff.id })
   end
   finish(diff, 'rejected')
@@ -434,13 +451,9 @@ local function write_copy(diff, target)
     )
     return
   end
-  local file, err = io.open(path, 'wb')
-  if not file then
-    notify(('cannot write %s: %s'):format(target, err), 'error')
+  if not write_proposal(diff, path) then
     return
   end
-  file:write(proposal_text(diff))
-  file:close()
   notify(('wrote a copy of the proposal to %s (the proposal is still in review)'):format(display(path)))
 end
 
@@ -548,11 +561,7 @@ local function on_hidden(diff)
   local closing = diff.closing
   diff.closing = nil
   if closing == 'close' or not edited(diff) or vim.v.exiting ~= vim.NIL then
-    if diff.orphaned then
-      finish(diff, 'closed')
-    else
-      reject(diff)
-    end
+    reject(diff)
     return
   end
   -- The original's windows left behind (`:enew` in the proposal's window) go with it.
@@ -627,7 +636,7 @@ local function watch(diff)
   end
   diff.poll:start(1000, 1000, function()
     vim.uv.fs_stat(diff.path, function(_, st)
-      local now = st and ('%d:%d:%d:%d'):format(st.ino, st.size, st.mtime.sec, st.mtime.nsec) or 'missing'
+      local now = stat_signature(st)
       if now == last then
         return
       end
@@ -689,7 +698,6 @@ local function open(spec)
     finish(replaced, 'closed') -- the Python side has told its client
   end
   track()
-  local names = { original = 'gemini://original' .. spec.path, proposal = 'gemini://proposed' .. spec.path }
   ---@type gemini_companion.Diff
   local diff = {
     id = spec.id,
@@ -700,9 +708,9 @@ local function open(spec)
     current = split(spec.original),
     is_new = spec.is_new,
     base = spec.signature,
-    original = new_buffer(names.original),
-    proposal = new_buffer(names.proposal),
-    names = names,
+    original = new_buffer('gemini://original' .. spec.path),
+    proposal = new_buffer('gemini://proposed' .. spec.path),
+    names = {}, -- below: new_buffer may have had to add a number
     tick = 0,
     tab = 0,
     group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. spec.id, { clear = true }),
@@ -862,22 +870,33 @@ function M.find(path)
   end
 end
 
+--- Paths of the open diffs that `keep` accepts (all by default), oldest first.
+---@param keep? fun(diff: gemini_companion.Diff): boolean
+---@return string[]
+local function paths(keep)
+  local ids = vim.tbl_keys(diffs)
+  table.sort(ids)
+  local found = {}
+  for _, id in ipairs(ids) do
+    if not keep or keep(diffs[id]) then
+      table.insert(found, diffs[id].path)
+    end
+  end
+  return found
+end
+
 --- Paths of the open diffs, oldest first.
 ---@return string[]
 function M.files()
-  local ids = vim.tbl_keys(diffs)
-  table.sort(ids)
-  return vim.tbl_map(function(id)
-    return diffs[id].path
-  end, ids)
+  return paths()
 end
 
 --- Paths of the orphaned diffs.
 ---@return string[]
 function M.orphaned()
-  return vim.tbl_filter(function(path)
-    return M.find(path).orphaned ~= nil
-  end, M.files())
+  return paths(function(diff)
+    return diff.orphaned ~= nil
+  end)
 end
 
 --- The diff meant by a command argument: the named file, else the current tab's, else the only one.
@@ -921,11 +940,7 @@ end
 function M.reject(file)
   local diff = target(file)
   if diff then
-    if diff.orphaned then
-      finish(diff, 'closed')
-    else
-      reject(diff)
-    end
+    reject(diff)
   end
 end
 

@@ -108,7 +108,8 @@ function M.status_lines()
   end
   add('open diffs', #s.diffs)
   add('Python host', s.python or host.python())
-  for i, path in ipairs(require('gemini_companion.diff').orphaned()) do
+  local diff = package.loaded['gemini_companion.diff'] -- no diff was ever open otherwise
+  for i, path in ipairs(diff and diff.orphaned() or {}) do
     add(i == 1 and 'orphaned diffs' or '', path .. ' (:GeminiAccept! writes it, :q drops it)')
   end
   return lines

@@ -73,12 +73,11 @@ function M.fail(why)
     running = false,
     state = 'failed',
     error = why,
-    port = vim.NIL,
     discovery_files = {},
     clients = {},
     diffs = {},
   })
-  M.current.port = nil
+  M.current.port = nil -- the dead server's port (tbl_extend cannot set a nil)
   changed()
 end
 

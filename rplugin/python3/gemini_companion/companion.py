@@ -152,9 +152,7 @@ class Companion:
         for feature in self._features:
             feature.on_stop()
         with self._lock:
-            if self._sweeper is not None:
-                self._sweeper.set()
-                self._sweeper = None
+            self._stop_sweep()
             self._remove_files()
             self._discovery_errors = []
             server = self._server
@@ -201,6 +199,12 @@ class Companion:
         return status
 
     # --- worker threads ---------------------------------------------------
+
+    def _stop_sweep(self) -> None:
+        """Lock held."""
+        if self._sweeper is not None:
+            self._sweeper.set()
+            self._sweeper = None
 
     def _sweep_loop(self, stopped: threading.Event) -> None:
         while not stopped.wait(SWEEP_SECONDS):
@@ -256,9 +260,7 @@ class Companion:
 
     def _fail(self, message: str) -> None:
         with self._lock:
-            if self._sweeper is not None:
-                self._sweeper.set()
-                self._sweeper = None
+            self._stop_sweep()
             self._remove_files()
             self._ad = None
             self._server = None

@@ -140,7 +140,7 @@ class DiffFeature:
             view = await asyncio.to_thread(_prepare, file_path, new_content)
         except DiffError as err:
             return error(f"openDiff: {err}")
-        key, signature = view.pop("path"), view.pop("raw_signature")
+        key, signature = view.pop("path"), view.pop("signature")
         diff = Diff(next(self._ids), file_path, key, session_id, new_content, signature)
         with self._lock:
             replaced = self._diffs.get(diff.key)
@@ -149,7 +149,8 @@ class DiffFeature:
         # would settle the new one.
         if replaced is not None and replaced.session_id != session_id:
             self._link.send(replaced.session_id, "ide/diffRejected", {"filePath": replaced.file_path})
-        self._editor.lua(f"{DIFF_LUA}.open(...)", {"id": diff.id, "path": diff.key, **view})
+        spec = {"id": diff.id, "path": diff.key, "signature": signature_text(signature), **view}
+        self._editor.lua(f"{DIFF_LUA}.open(...)", spec)
         self._link.changed()
         return {"content": []}
 
@@ -325,8 +326,7 @@ def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
     first_change = _first_change(current["text"].split(current["eol"]), proposal["text"].split(proposal["eol"]))
     return {
         "path": path,
-        "raw_signature": signature,
-        "signature": signature_text(signature),
+        "signature": signature,
         "proposal": proposal,
         "original": current,
         "is_new": original is None,

@@ -252,7 +252,8 @@ def pid_alive(pid: int, started: int | None = None) -> bool:
         pass
     fields = _proc_stat(pid)
     if fields is None:
-        return os.path.isdir("/proc/self") is False  # no procfs: kill() is all we can know
+        # Gone in between, or no procfs at all: then kill() is all we can know.
+        return not os.path.isdir("/proc/self")
     if fields[0] in ("Z", "X", "x"):
         return False
     return started is None or process_start(pid) == started
