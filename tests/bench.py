@@ -155,6 +155,29 @@ def bench_client_rss(base: Path) -> list[Row]:
     return [row("host RSS, one client connected", rss, "MiB", "-", True)]
 
 
+def bench_restart_after_host_death(base: Path, repeats: int) -> list[Row]:
+    """Kill the host under a running Neovim; time `:GeminiCompanion restart` to a running server."""
+    from conftest import Editor
+
+    sandbox = Sandbox(base / "restart")
+    editor = Editor(sandbox)
+    times = []
+    try:
+        for _ in range(repeats):
+            host = psutil.Process(editor.wait_state("running")["host_pid"])
+            host.kill()
+            host.wait(60)
+            editor.wait_state("failed")
+            started = time.perf_counter()
+            editor.nvim.command("GeminiCompanion restart")
+            editor.wait_state("running")
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        editor.close()
+    median = statistics.median(times)
+    return [row("host killed -> restart -> server running", median, "ms", "<= 2000", median <= 2000)]
+
+
 def bench_soak(base: Path, seconds: float) -> list[Row]:
     from soak import soak
 
@@ -191,6 +214,7 @@ def main() -> None:
         rows += bench_startup(Sandbox(base / "startup"), args.repeats * 4)
         rows += bench_server_start(base, args.repeats)
         rows += bench_client_rss(base)
+        rows += bench_restart_after_host_death(base, args.repeats)
         for module in sorted(Path(__file__).parent.glob("bench_*.py")):
             rows += importlib.import_module(module.stem).run()
         (base / "soak").mkdir()

@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 
 import psutil
 import pytest
@@ -242,15 +241,12 @@ def test_host_killed_under_a_running_neovim_then_restarted(editor, sandbox):
     editor.nvim.command("normal! ggjk")  # context tracking must not spam errors now
     assert editor.messages().count("gemini-companion") == shown.count("gemini-companion")
 
-    started = time.monotonic()
-    editor.nvim.command("GeminiCompanion restart")
+    editor.nvim.command("GeminiCompanion restart")  # how fast: `make bench`
     status = editor.wait_state("running")
-    elapsed = time.monotonic() - started
     assert status["host_pid"] != before["host_pid"] and status["port"] != before["port"]
     assert status.get("error") is None
     token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
     assert token and token != old_token
     assert editor.env("GEMINI_CLI_IDE_SERVER_PORT") == str(status["port"])
     assert all(os.path.exists(path) for path in status["discovery_files"]) and len(status["discovery_files"]) == 2
-    print(f"restart after host death: {elapsed:.2f} s")  # the target (<= 2 s) is a bench figure, not asserted
     editor.close()  # VimLeavePre must not hang or complain
