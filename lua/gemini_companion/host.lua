@@ -12,9 +12,11 @@ M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
 --- The remote plugin's directory, as pynvim names its handlers ("<path>:function:<name>").
 M.plugin = vim.fs.normalize(M.root .. '/rplugin/python3/gemini_companion')
 
--- Run as `python -c BOOT <plugin dir>`: pynvim's plugin host loads the packages named on
--- its command line. An empty sys.path entry (the cwd) must not shadow anything.
-local BOOT = 'import sys; sys.path = [p for p in sys.path if p]; import pynvim; pynvim.start_host()'
+-- Run as `python -c BOOT <plugin dir>`: boot.py advertises the server, then runs pynvim's
+-- plugin host on the packages named on its command line. An empty sys.path entry (the cwd)
+-- must not shadow anything.
+local BOOT = "import sys; sys.path = [p for p in sys.path if p]; p = sys.argv[1] + '/boot.py'; "
+  .. "exec(compile(open(p).read(), p, 'exec'))"
 local STDERR_LINES = 20
 
 --- True once a host has been started (so it must be stopped on exit).
@@ -98,8 +100,9 @@ local function on_exit(channel, code)
 end
 
 --- Start a host process; returns its channel.
+---@param start table the `start` parameters: the host advertises the server before it loads pynvim
 ---@return integer? channel, string? error
-local function spawn()
+local function spawn(start)
   local python = M.python()
   if vim.fn.executable(python) == 0 then
     return fail(('the Python host %s does not exist: %s'):format(python, M.install_hint()))
@@ -107,6 +110,7 @@ local function spawn()
   stderr = {}
   local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
     rpc = true,
+    env = { GEMINI_COMPANION_START = vim.json.encode(start) },
     on_stderr = function(_, data)
       for _, line in ipairs(data) do
         if line ~= '' then
@@ -142,7 +146,7 @@ local function call(sync, method, params)
       return nil, M.problem or 'the Python host is not running'
     end
     local err
-    channel, err = spawn()
+    channel, err = spawn(params)
     if not channel then
       return nil, err
     end

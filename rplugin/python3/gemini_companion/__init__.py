@@ -4,8 +4,8 @@ Only pynvim is imported here, so loading the plugin costs the host nothing;
 the server and its dependencies load on a worker thread after `start`.
 Two functions carry every call from Lua: `GeminiCompanionNotify` (async, never
 blocks Neovim) and `GeminiCompanionRequest` (sync, for the few calls that must
-finish first, such as `stop` on VimLeavePre). New methods need no new manifest
-entry, so upgrades never require re-running :UpdateRemotePlugins.
+finish first, such as `stop` on VimLeavePre). It needs no manifest entry at all:
+host.lua starts this host itself (through boot.py).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ class _Editor:
         return future
 
 
-@pynvim.plugin
 class GeminiCompanionPlugin:
     def __init__(self, nvim: pynvim.Nvim) -> None:
         self._nvim = nvim
@@ -62,3 +61,10 @@ class GeminiCompanionPlugin:
     def _dispatch(self, args: list[Any]) -> Any:
         method, params = args[0], (args[1] if len(args) > 1 else {})
         return self._get().handle(method, params or {})
+
+
+# Only the plugin's own host serves these (boot.py sets OWN_HOST before it runs this file).
+# Loaded by another host, as :UpdateRemotePlugins does with the python3 provider's, the package
+# exports no handlers: a manifest then never registers it a second time.
+if globals().get("OWN_HOST"):
+    pynvim.plugin(GeminiCompanionPlugin)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import secrets
 import socket
 import sys
 import threading
@@ -20,11 +19,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import discovery
+from . import discovery, launch
 from .context import ContextFeature
 from .diff import DiffFeature
 from .feature import Feature
-from .ide_pid import ide_pid
 
 ENV_KEYS = (
     "GEMINI_CLI_IDE_SERVER_PORT",
@@ -51,15 +49,6 @@ class Editor(Protocol):
 
     def request(self, code: str, *args: Any) -> Future[Any]:
         """Run Lua in Neovim; the future gets its return value. Callable from any thread."""
-
-
-def bind_loopback() -> socket.socket:
-    """Bind 127.0.0.1 on a free port now, so the port is known before anything slow."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    sock.set_inheritable(False)
-    return sock
 
 
 class Companion:
@@ -125,18 +114,13 @@ class Companion:
             self._nvim_pid = nvim_pid
             self._error = None
             self._clients = []
-            swept = discovery.sweep_stale()
-            sock = bind_loopback()
-            port = sock.getsockname()[1]
-            self._ad = discovery.Advertisement(
-                port=port,
-                token=secrets.token_urlsafe(32),
-                ide_pid=ide_pid(nvim_pid),
-                nvim_pid=nvim_pid,
-                workspace=_clean_roots(workspace),
-            )
+            started = launch.take(nvim_pid, workspace)  # done early by boot.py when the host is new
+            sock, self._ad = started.sock, started.ad
+            self._files, self._discovery_errors = started.files, started.errors
             self._state = "starting"
-            self._advertise()
+            self._push()
+            for line in started.errors:
+                self._notify(line, "error")
             if not self._files:  # no CLI could find us: say why instead of serving nobody
                 sock.close()
                 self._ad = None
@@ -145,8 +129,8 @@ class Companion:
             threading.Thread(target=self._sweep_loop, args=(self._sweeper,), name="gemini-sweep", daemon=True).start()
             # A daemon: when Neovim dies the host's main loop ends and must not wait for it.
             threading.Thread(target=self._serve, args=(sock, self._ad), name="gemini-companion", daemon=True).start()
-            if swept:
-                self._notify(f"removed {len(swept)} stale discovery file(s)", "debug")
+            if started.swept:
+                self._notify(f"removed {len(started.swept)} stale discovery file(s)", "debug")
 
     def stop(self) -> None:
         for feature in self._features:
@@ -171,7 +155,7 @@ class Companion:
         with self._lock:
             if self._ad is None:
                 return
-            roots = _clean_roots(workspace)
+            roots = launch.clean_roots(workspace)
             if roots == self._ad.workspace:
                 return
             self._ad = discovery.Advertisement(**{**self._ad.__dict__, "workspace": roots})
@@ -314,16 +298,3 @@ class Companion:
 
     def _notify(self, message: str, level: str) -> None:
         self._editor.lua("require('gemini_companion.state').notify(...)", message, level)
-
-
-def _clean_roots(roots: list[str]) -> list[str]:
-    """Absolute, existing, de-duplicated workspace roots, in the given order."""
-    seen: list[str] = []
-    for root in roots:
-        # The CLIs split workspacePath on ':', so such a root cannot be advertised.
-        if not isinstance(root, str) or not os.path.isabs(root) or os.pathsep in root:
-            continue
-        path = os.path.realpath(root)
-        if os.path.isdir(path) and path not in seen:
-            seen.append(path)
-    return seen

@@ -223,7 +223,7 @@ def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
     return written, errors
 
 
-def _proc_stat(pid: int) -> list[str] | None:
+def proc_stat(pid: int) -> list[str] | None:
     """/proc/PID/stat fields after the command name (state first); None if unavailable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
@@ -235,7 +235,7 @@ def _proc_stat(pid: int) -> list[str] | None:
 
 def process_start(pid: int) -> int | None:
     """When the process started, in clock ticks since boot (Linux); None where unknown."""
-    fields = _proc_stat(pid)
+    fields = proc_stat(pid)
     return int(fields[19]) if fields and len(fields) > 19 else None
 
 
@@ -250,7 +250,7 @@ def pid_alive(pid: int, started: int | None = None) -> bool:
         return False
     except PermissionError:
         pass
-    fields = _proc_stat(pid)
+    fields = proc_stat(pid)
     if fields is None:
         # Gone in between, or no procfs at all: then kill() is all we can know.
         return not os.path.isdir("/proc/self")

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import discovery  # found through the sys.path entry above
 
 # Distribution name -> module the server imports.
-DEPENDENCIES = {"pynvim": "pynvim", "mcp": "mcp", "uvicorn": "uvicorn", "starlette": "starlette", "psutil": "psutil"}
+DEPENDENCIES = {"pynvim": "pynvim", "uvicorn": "uvicorn", "psutil": "psutil"}
 
 
 def dependency(dist: str, module: str) -> dict[str, Any]:

@@ -19,12 +19,11 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-StreamHook = Callable[[str, bool], None]
 
 MCP_PATH = "/mcp"
 
 
-async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
@@ -32,7 +31,7 @@ async def _reply(send: Send, status: int, message: str, extra: list[tuple[bytes,
 
 
 class RequestGuard:
-    """Wraps the MCP ASGI app; `on_stream(session_id, open)` reports client GET streams."""
+    """Wraps the MCP ASGI app: only what passes every check reaches it."""
 
     def __init__(
         self,
@@ -41,20 +40,14 @@ class RequestGuard:
         token: str,
         port: int,
         max_body: int,
-        on_stream: StreamHook | None = None,
     ) -> None:
         self._app = app
         self._expected = b"Bearer " + token.encode()
         self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self._max_body = max_body
-        self._on_stream = on_stream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "lifespan":
-            await self._app(scope, receive, send)
-            return
-        if kind == "websocket":
+        if scope["type"] == "websocket":
             # Closing before accept makes the server answer HTTP 403, never 101.
             await send({"type": "websocket.close", "code": 1008})
             return
@@ -62,41 +55,19 @@ class RequestGuard:
         for name, value in scope["headers"]:
             headers.setdefault(name, value)
         if headers.get(b"host") not in self._hosts:
-            await _reply(send, 421, "bad host")
+            await reply(send, 421, "bad host")
             return
         if b"origin" in headers:
-            await _reply(send, 403, "origin not allowed")
+            await reply(send, 403, "origin not allowed")
             return
         if scope["path"] != MCP_PATH:
-            await _reply(send, 404, "not found")
+            await reply(send, 404, "not found")
             return
         if not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
-            await _reply(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
+            await reply(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self._max_body):
-            await _reply(send, 413, "request body too large")
-            return
-        session = headers.get(b"mcp-session-id", b"").decode("latin-1")
-        if scope["method"] == "GET" and session and self._on_stream:
-            await self._serve_stream(session, scope, receive, send)
+            await reply(send, 413, "request body too large")
             return
         await self._app(scope, receive, send)
-
-    async def _serve_stream(self, session: str, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve a client's GET stream and tell the hook when it opens and when it ends."""
-        assert self._on_stream is not None
-        opened = False
-
-        async def watch(message: Message) -> None:
-            nonlocal opened
-            await send(message)
-            if message["type"] == "http.response.start" and message["status"] == 200 and not opened:
-                opened = True
-                self._on_stream(session, True)  # type: ignore[misc]
-
-        try:
-            await self._app(scope, receive, watch)
-        finally:
-            if opened:
-                self._on_stream(session, False)

@@ -1,34 +1,43 @@
-"""The MCP server: streamable HTTP on a pre-bound loopback socket, in its own thread.
+"""The MCP server: JSON-RPC over streamable HTTP, served by uvicorn on a pre-bound loopback socket.
 
-Imported only from the worker thread: `mcp` takes seconds to import and must
-never delay Neovim or the host's main loop. Everything here runs on the server's
-asyncio loop; other threads talk to it through `McpServer`'s thread-safe methods.
+Written against the transport spec rather than with the `mcp` SDK: the IDE clients
+use five methods (initialize, ping, tools/list, tools/call, and notifications on
+their GET stream), and the SDK cost 550 ms and 45 MiB to import — the figures a
+user feels as "the agent connects late" and "the host is heavy". Stateful, as the
+clients need (`../shared/notes/client-facts.md`): `initialize` issues an
+`mcp-session-id`, notifications reach a client only on its `GET /mcp` stream.
+
+Everything here runs on the server's asyncio loop; other threads talk to it
+through `McpServer`'s thread-safe methods.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import secrets
 import socket
-from collections.abc import Awaitable, Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-import mcp_types as types
 import uvicorn
-from mcp.server.lowlevel.server import Server
-from mcp.server.transport_security import TransportSecuritySettings
 
 from .feature import Tool, error
-from .http_guard import MCP_PATH, RequestGuard
+from .http_guard import Receive, RequestGuard, Scope, Send, reply
 
 log = logging.getLogger(__name__)
 
+SERVER_INFO = {"name": "gemini-companion.nvim", "version": "0.1.0"}
+# Newest first; a client asking for another gets the newest (it then decides).
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 KEEPALIVE_SECONDS = 20.0  # the client gives up after ~300 s of silence on its stream
 # A client whose stream stays closed this long is gone (its process died: clients never
 # send DELETE). A live client reopens a dropped stream within a few seconds.
 STREAM_GRACE_SECONDS = 10.0
-NOTIFY_TIMEOUT_SECONDS = 5.0  # one stuck client must not hold up the others
+STREAM_QUEUE = 1000  # messages waiting for a client that does not read; more are dropped
 
 
 @dataclass(frozen=True)
@@ -41,15 +50,18 @@ class Limits:
 
 
 @dataclass
-class Client:
-    session_id: str
+class Session:
+    id: str
     name: str
     version: str
-    connection: Any  # mcp.server.connection.Connection
-    stream_open: bool = False
+    last_seen: float = field(default_factory=time.monotonic)
+    initialized: bool = False  # `notifications/initialized` arrived
+    listed: bool = False  # shown as a client (initialized, and its stream not gone for long)
+    busy: int = 0  # requests in flight
+    stream: asyncio.Queue[bytes | None] | None = None  # set while the GET stream is open
 
     def describe(self) -> dict[str, Any]:
-        return {"session": self.session_id[:8], "name": self.name, "version": self.version, "stream": self.stream_open}
+        return {"session": self.id[:8], "name": self.name, "version": self.version, "stream": self.stream is not None}
 
 
 @dataclass
@@ -65,20 +77,26 @@ class Hooks:
     tools: list[Tool] = field(default_factory=list)
 
 
+class RpcError(Exception):
+    """A JSON-RPC error answered with an HTTP status (the request never reached a handler)."""
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
 class McpServer:
     def __init__(self, sock: socket.socket, token: str, port: int, hooks: Hooks, limits: Limits) -> None:
         self._sock = sock
-        self._token = token
-        self._port = port
         self._hooks = hooks
         self._limits = limits
-        self._clients: dict[str, Client] = {}
-        self._connections: dict[str, Any] = {}
-        self._streams: set[str] = set()
+        self._tools = {tool.name: tool for tool in hooks.tools}
+        self._sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._exit_requested = False
+        self._app = RequestGuard(self._http, token=token, port=port, max_body=limits.max_body_bytes)
 
     # --- thread-safe surface -------------------------------------------------
 
@@ -90,17 +108,36 @@ class McpServer:
 
     def notify_all(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification to every connected client (fire and forget)."""
-        self.submit(self.broadcast(method, params))
+        self._call_soon(self.broadcast, method, params)
 
-    def submit(self, coro: Awaitable[Any]) -> None:
+    def send_threadsafe(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
+        self._call_soon(self.send, session_id, method, params)
+
+    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
         loop = self._loop
-        if loop is None or not loop.is_running():
-            if asyncio.iscoroutine(coro):
-                coro.close()
-            return
-        asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(fn, *args)
 
-    # --- server thread -------------------------------------------------------
+    # --- server thread: sending ----------------------------------------------
+
+    def send(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
+        """Queue a notification on the client's stream; without an open stream it is dropped."""
+        session = self._sessions.get(session_id)
+        if session is None or session.stream is None or not session.listed:
+            return
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            session.stream.put_nowait(b"event: message\ndata: " + _dumps(message) + b"\n\n")
+        except asyncio.QueueFull:
+            log.debug("dropped %s for %s", method, session_id[:8])
+
+    def broadcast(self, method: str, params: dict[str, Any] | None) -> None:
+        for session_id in list(self._sessions):
+            self.send(session_id, method, params)
+
+    # --- server thread: serving ----------------------------------------------
 
     def run(self) -> None:
         """Serve until `request_exit()`; blocks the calling (worker) thread."""
@@ -116,9 +153,11 @@ class McpServer:
 
     async def _serve(self) -> None:
         config = uvicorn.Config(
-            self._build_app(),
+            self._asgi,
+            interface="asgi3",
             lifespan="on",
             http="h11",
+            proxy_headers=False,  # nothing sits in front of us: forwarded headers are never trusted
             ws="none",
             log_config=None,
             log_level="warning",
@@ -129,161 +168,280 @@ class McpServer:
         )
         self._uvicorn = uvicorn.Server(config)
         self._uvicorn.should_exit = self._exit_requested
-        keepalive = asyncio.create_task(self._keepalive())
+        chores = [asyncio.create_task(self._keepalive()), asyncio.create_task(self._reap_idle())]
         try:
             await self._uvicorn.serve(sockets=[self._sock])
         finally:
-            keepalive.cancel()
+            for chore in chores:
+                chore.cancel()
 
     def _request_exit(self) -> None:
+        for session in self._sessions.values():
+            if session.stream is not None:
+                session.stream.put_nowait(None)  # ends the stream, so shutdown need not wait for it
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
 
-    def _build_app(self) -> Any:
-        tools = {tool.name: tool for tool in self._hooks.tools}
-
-        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-            return types.ListToolsResult(
-                tools=[
-                    types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
-                    for t in tools.values()
-                ]
-            )
-
-        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            tool = tools.get(params.name)
-            session_id = _connection(ctx).session_id or ""
-            if tool is None:
-                result = error(f"unknown tool: {params.name}")
-            else:
-                result = await tool.handler(session_id, dict(params.arguments or {}))
-            return types.CallToolResult.model_validate(result)
-
-        async def initialized(ctx: Any, params: Any) -> None:
-            self._register(_connection(ctx))
-
-        server: Server[Any] = Server(
-            "gemini-companion.nvim", version="0.1.0", on_list_tools=list_tools, on_call_tool=call_tool
-        )
-        server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
-        mcp_app = server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            max_request_body_size=self._limits.max_body_bytes,
-            max_sessions=self._limits.max_sessions,
-            session_idle_timeout=self._limits.session_idle_seconds,
-            transport_security=TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=[f"127.0.0.1:{self._port}", f"localhost:{self._port}"],
-                allowed_origins=[],
-            ),
-        )
-        guarded = RequestGuard(
-            mcp_app,
-            token=self._token,
-            port=self._port,
-            max_body=self._limits.max_body_bytes,
-            on_stream=self._on_stream,
-        )
-
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "lifespan":
-                await guarded(scope, receive, send)
+    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self._app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+                self._hooks.on_ready()
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
                 return
 
-            async def watch(message: Any) -> None:
-                await send(message)
-                if message["type"] == "lifespan.startup.complete":
-                    self._hooks.on_ready()
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request that passed the guard (local, ours, /mcp, declared size within limits)."""
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        method = scope["method"]
+        try:
+            _check_protocol_version(headers)
+            if method == "POST":
+                await self._post(headers, receive, send)
+            elif method == "GET":
+                await self._get(headers, receive, send)
+            elif method == "DELETE":
+                self._end(self._session(headers))
+                await reply(send, 200, "session ended")
+            else:
+                raise RpcError(405, -32600, f"method {method} not allowed")
+        except RpcError as err:
+            await _send_json(send, err.status, _error(None, err.code, err.message))
 
-            await mcp_app(scope, receive, watch)
-
-        return app
-
-    def _register(self, connection: Any) -> None:
-        session_id = connection.session_id
+    def _session(self, headers: dict[str, str]) -> Session:
+        session_id = headers.get("mcp-session-id")
         if not session_id:
+            raise RpcError(400, -32600, "missing mcp-session-id: initialize first")
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RpcError(404, -32001, "unknown session")
+        session.last_seen = time.monotonic()
+        return session
+
+    async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        if not headers.get("content-type", "").startswith("application/json"):
+            raise RpcError(415, -32600, "content-type must be application/json")
+        accept = headers.get("accept", "*/*")
+        if not any(kind in accept for kind in ("application/json", "text/event-stream", "*/*")):
+            raise RpcError(406, -32600, "accept must allow application/json")
+        body = await self._read_body(receive)
+        if body is None:
+            await reply(send, 413, "request body too large")
             return
-        if session_id not in self._connections:
-            self._connections[session_id] = connection
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise RpcError(400, -32700, "parse error: the body is not JSON") from None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise RpcError(400, -32600, "expected one JSON-RPC 2.0 message (batches are not supported)")
+        name, request_id = message.get("method"), message.get("id")
+        if name == "initialize" and request_id is not None:
+            await self._initialize(headers, message, send)
+            return
+        session = self._session(headers)
+        if request_id is None or not isinstance(name, str):  # a notification, or a response to us
+            if name == "notifications/initialized":
+                session.initialized = True
+                self._list(session)
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        session.busy += 1
+        try:
+            answer = await self._request(session, name, request_id, message.get("params"))
+        finally:
+            session.busy -= 1
+            session.last_seen = time.monotonic()
+        await _send_json(send, 200, answer)
 
-            async def forget() -> None:
-                self._connections.pop(session_id, None)
-                self._drop(session_id)
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body, or None once it passes the limit (a chunked upload declares no length)."""
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return b""
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._limits.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
 
-            connection.exit_stack.push_async_callback(forget)
-        info = connection.client_params.client_info if connection.client_params else None
-        client = Client(
-            session_id=session_id,
-            name=getattr(info, "name", "unknown"),
-            version=getattr(info, "version", ""),
-            connection=connection,
-            stream_open=session_id in self._streams,
+    async def _initialize(self, headers: dict[str, str], message: dict[str, Any], send: Send) -> None:
+        if headers.get("mcp-session-id"):
+            raise RpcError(400, -32600, "already initialized: a session id is issued, never chosen")
+        params = message.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("protocolVersion"), str):
+            raise RpcError(400, -32602, "initialize needs params.protocolVersion")
+        if len(self._sessions) >= self._limits.max_sessions:
+            raise RpcError(503, -32000, "too many sessions")
+        info = params.get("clientInfo")
+        if not isinstance(info, dict):
+            info = {}
+        session = Session(
+            id=secrets.token_hex(16),
+            name=str(info.get("name", "unknown"))[:100],
+            version=str(info.get("version", ""))[:100],
         )
-        self._clients[session_id] = client
-        self._publish_clients()
-        if client.stream_open:
-            self._spawn(self._hooks.on_stream_open(session_id))
+        self._sessions[session.id] = session
+        asked = params["protocolVersion"]
+        result = {
+            "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0],
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": SERVER_INFO,
+        }
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        await _send_json(send, 200, answer, [(b"mcp-session-id", session.id.encode())])
 
-    def _drop(self, session_id: str) -> None:
-        self._streams.discard(session_id)
-        if self._clients.pop(session_id, None) is not None:
-            self._hooks.on_client_gone(session_id)
+    async def _request(self, session: Session, name: str, request_id: Any, params: Any) -> dict[str, Any]:
+        if name == "ping":
+            return {"jsonrpc": "2.0", "id": request_id, "result": {}}
+        if name == "tools/list":
+            tools = [
+                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                for t in self._tools.values()
+            ]
+            return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}}
+        if name != "tools/call":
+            return _error(request_id, -32601, f"method not found: {name}")
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            return _error(request_id, -32602, "tools/call needs params.name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return _error(request_id, -32602, "tools/call arguments must be an object")
+        tool = self._tools.get(params["name"])
+        if tool is None:
+            result = error(f"unknown tool: {params['name']}")
+        else:
+            try:
+                result = await tool.handler(session.id, arguments)
+            except Exception as err:  # the model gets one line, the server goes on
+                log.exception("tool %s failed", tool.name)
+                result = error(f"{tool.name} failed: {err}")
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        """The client's stream for our notifications: open until it hangs up or we end it."""
+        if "text/event-stream" not in headers.get("accept", ""):
+            raise RpcError(406, -32600, "accept must allow text/event-stream")
+        session = self._session(headers)
+        if session.stream is not None:
+            raise RpcError(409, -32600, "this session's stream is already open")
+        await receive()  # the (empty) request body
+        stream: asyncio.Queue[bytes | None] = asyncio.Queue(STREAM_QUEUE)
+        session.stream = stream
+        start_headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"mcp-session-id", session.id.encode()),
+        ]
+        hangup = asyncio.ensure_future(receive())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": start_headers})
+            await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
+            self._on_stream(session, True)
+            while True:
+                next_message = asyncio.ensure_future(stream.get())
+                await asyncio.wait({next_message, hangup}, return_when=asyncio.FIRST_COMPLETED)
+                if not next_message.done():
+                    next_message.cancel()
+                    break
+                data = next_message.result()
+                if data is None:
+                    break
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            if not hangup.done():
+                await send({"type": "http.response.body", "body": b""})
+        finally:
+            hangup.cancel()
+            if session.stream is stream:
+                session.stream = None
+                self._on_stream(session, False)
+
+    # --- clients ---------------------------------------------------------------
+
+    def _list(self, session: Session) -> None:
+        """Show an initialized session as a client; its state goes out once its stream is open."""
+        if session.listed or not session.initialized or self._sessions.get(session.id) is not session:
+            return
+        session.listed = True
+        self._publish_clients()
+        if session.stream is not None:
+            self._spawn(self._hooks.on_stream_open(session.id))
+
+    def _on_stream(self, session: Session, is_open: bool) -> None:
+        if not is_open:
+            self._publish_clients()
+            asyncio.get_running_loop().call_later(STREAM_GRACE_SECONDS, self._unlist_if_closed, session)
+        elif not session.listed:
+            self._list(session)  # new, or back after a drop: a live client
+        else:
+            self._publish_clients()
+            self._spawn(self._hooks.on_stream_open(session.id))
+
+    def _unlist_if_closed(self, session: Session) -> None:
+        if session.stream is None:
+            self._unlist(session)
+
+    def _unlist(self, session: Session) -> None:
+        if session.listed:
+            session.listed = False
+            self._hooks.on_client_gone(session.id)
             self._publish_clients()
 
-    def _on_stream(self, session_id: str, is_open: bool) -> None:
-        loop = asyncio.get_running_loop()
-        if is_open:
-            self._streams.add(session_id)
-            if session_id not in self._clients and session_id in self._connections:
-                self._register(self._connections[session_id])  # back after a drop: a live client
-                return
-        else:
-            self._streams.discard(session_id)
-            loop.call_later(STREAM_GRACE_SECONDS, self._drop_if_closed, session_id)
-        client = self._clients.get(session_id)
-        if client is None:
-            return
-        client.stream_open = is_open
-        self._publish_clients()
-        if is_open:
-            self._spawn(self._hooks.on_stream_open(session_id))
+    def _end(self, session: Session) -> None:
+        self._sessions.pop(session.id, None)
+        if session.stream is not None:
+            session.stream.put_nowait(None)
+        self._unlist(session)
+
+    def _publish_clients(self) -> None:
+        self._hooks.on_clients([s.describe() for s in self._sessions.values() if s.listed])
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(self._tasks.discard)
 
-    def _drop_if_closed(self, session_id: str) -> None:
-        if session_id not in self._streams:
-            self._drop(session_id)
-
-    def _publish_clients(self) -> None:
-        self._hooks.on_clients([c.describe() for c in self._clients.values()])
-
-    def send_threadsafe(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
-        self.submit(self.send(session_id, method, params))
-
-    async def send(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
-        client = self._clients.get(session_id)
-        if client is None:
-            return
-        try:
-            await asyncio.wait_for(client.connection.notify(method, params), NOTIFY_TIMEOUT_SECONDS)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - a broken client only loses this message
-            log.debug("dropped %s for %s", method, session_id[:8])
-
-    async def broadcast(self, method: str, params: dict[str, Any] | None) -> None:
-        await asyncio.gather(*(self.send(sid, method, params) for sid in list(self._clients)))
-
     async def _keepalive(self) -> None:
         while True:
             await asyncio.sleep(KEEPALIVE_SECONDS)
             # A JSON-RPC notification the client ignores; bytes on the stream are what count.
-            await self.broadcast("ping", None)
+            self.broadcast("ping", None)
+
+    async def _reap_idle(self) -> None:
+        idle = self._limits.session_idle_seconds
+        while True:
+            await asyncio.sleep(min(idle, 30.0))
+            now = time.monotonic()
+            for session in list(self._sessions.values()):
+                if session.stream is None and not session.busy and now - session.last_seen > idle:
+                    self._end(session)
 
 
-def _connection(ctx: Any) -> Any:
-    # mcp 2.3 hands handlers a per-request ServerSession and has no public accessor
-    # for the connection behind it; we need that connection to push notifications
-    # on the client's standalone stream later, outside any request.
-    return ctx.session._connection
+def _check_protocol_version(headers: dict[str, str]) -> None:
+    version = headers.get("mcp-protocol-version")
+    if version is not None and version not in PROTOCOL_VERSIONS:
+        raise RpcError(400, -32600, f"unsupported mcp-protocol-version {version}")
+
+
+def _dumps(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+async def _send_json(send: Send, status: int, message: dict[str, Any], extra: list[tuple[bytes, bytes]] = []) -> None:  # noqa: B006 - never mutated
+    body = _dumps(message)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

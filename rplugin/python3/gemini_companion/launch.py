@@ -1,0 +1,112 @@
+"""The server's first step: bind the port and write the discovery files.
+
+Standard library only, so the host can take this step before pynvim and the
+server load (see boot.py): a CLI that finds the file early connects and simply
+waits in the socket's backlog until the server answers.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import discovery
+
+
+@dataclass
+class Launch:
+    """A bound port, advertised: what `Companion.start` serves."""
+
+    asked: tuple[int, tuple[str, ...]]  # (nvim_pid, workspace) as Neovim sent them
+    sock: socket.socket
+    ad: discovery.Advertisement
+    files: list[Path]
+    errors: list[str]
+    swept: list[Path]
+
+    def abandon(self) -> None:
+        self.sock.close()
+        for path in self.files:
+            discovery.remove(path)
+
+
+_early: Launch | None = None
+
+
+def launch(nvim_pid: int, workspace: list[str]) -> Launch:
+    swept = discovery.sweep_stale()
+    sock = bind_loopback()
+    ad = discovery.Advertisement(
+        port=sock.getsockname()[1],
+        token=secrets.token_urlsafe(32),
+        ide_pid=ide_pid(nvim_pid),
+        nvim_pid=nvim_pid,
+        workspace=clean_roots(workspace),
+    )
+    files, errors = discovery.write_all(ad)
+    return Launch((nvim_pid, tuple(workspace)), sock, ad, files, errors, swept)
+
+
+def launch_early(nvim_pid: int, workspace: list[str]) -> None:
+    """Called by boot.py with the `start` parameters Neovim is about to send."""
+    global _early
+    _early = launch(nvim_pid, workspace)
+
+
+def take(nvim_pid: int, workspace: list[str]) -> Launch:
+    """The early launch if it matches these parameters, else a new one."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        if early.asked == (nvim_pid, tuple(workspace)):
+            return early
+        early.abandon()
+    return launch(nvim_pid, workspace)
+
+
+def bind_loopback() -> socket.socket:
+    """Bind 127.0.0.1 on a free port now, so the port is known before anything slow."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+def ide_pid(nvim_pid: int) -> int:
+    """The IDE PID the Gemini CLI computes, so our discovery file name matches its search.
+
+    The CLI walks up to its shell and takes the shell's grandparent. The shell's
+    parent is the Neovim server process (`nvim_pid`), so the answer is Neovim's
+    parent (the TUI client with Neovim >= 0.10), unless that is init.
+    """
+    parent = _parent_pid(nvim_pid)
+    return parent if parent is not None and parent > 1 else nvim_pid
+
+
+def _parent_pid(pid: int) -> int | None:
+    fields = discovery.proc_stat(pid)
+    if fields is not None:
+        return int(fields[1])
+    try:  # no procfs (macOS): psutil knows; imported only here, it costs 25 ms
+        import psutil
+
+        return int(psutil.Process(pid).ppid())
+    except Exception:  # noqa: BLE001 - gone, or no permission: then Neovim itself
+        return None
+
+
+def clean_roots(roots: list[str]) -> list[str]:
+    """Absolute, existing, de-duplicated workspace roots, in the given order."""
+    seen: list[str] = []
+    for root in roots:
+        # The CLIs split workspacePath on ':', so such a root cannot be advertised.
+        if not isinstance(root, str) or not os.path.isabs(root) or os.pathsep in root:
+            continue
+        path = os.path.realpath(root)
+        if os.path.isdir(path) and path not in seen:
+            seen.append(path)
+    return seen
