@@ -19,11 +19,11 @@ vim.api.nvim_create_user_command('GeminiCompanion', function(opts)
   companion().command(opts.fargs[1])
 end, {
   nargs = '?',
-  desc = 'gemini-companion: start|stop|restart|status',
+  desc = 'gemini-companion: start|stop|restart|status|install',
   complete = function(lead)
     return vim.tbl_filter(function(name)
       return vim.startswith(name, lead)
-    end, { 'start', 'stop', 'restart', 'status' })
+    end, companion().subcommand_names())
   end,
 })
 vim.api.nvim_create_user_command('GeminiCompanionStatus', function()

@@ -73,8 +73,11 @@ def test_health_reports_a_tmpdir_that_does_not_exist(editor_factory, sandbox):
 def test_missing_python_gives_one_clear_line_per_command(editor_factory, sandbox, tmp_path: Path):
     sandbox.env["GEMINI_COMPANION_PYTHON"] = str(tmp_path / "no-venv" / "bin" / "python")
     ed = editor_factory()
-    # Autostart reports it once, after startup.
-    wait_for(lambda: "make install" in messages(ed), what="the autostart hint")
+    # Nothing at startup; the state says why, and the first :terminal says it once.
+    status = wait_for(lambda: (s := ed.status())["state"] == "failed" and s, what="the failed start")
+    assert "make install" in status["error"] and messages(ed) == "", messages(ed)
+    ed.nvim.command("terminal")
+    wait_for(lambda: messages(ed).count("make install") == 1, what="the hint on first use")
     hints: dict[str, int] = {}
     for command in ("GeminiCompanion start", "GeminiCompanionStatus", "GeminiCompanion restart"):
         ed.nvim.command("messages clear")

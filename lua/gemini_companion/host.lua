@@ -33,9 +33,10 @@ M.problem = nil
 local stderr = {} ---@type string[]
 local stopping = {} ---@type table<integer, boolean> channels we stop on purpose
 
+--- The fix for a missing or broken venv, in one place.
 ---@return string
 function M.install_hint()
-  return ('run `make install` in %s'):format(M.root)
+  return ('run :GeminiCompanion install (or `make install` in %s)'):format(M.root)
 end
 
 --- The Python that runs the host: vim.g.gemini_companion_python, else the plugin's venv.
@@ -49,11 +50,25 @@ function M.python()
 end
 
 --- The host is gone or could not start: one line, once, and the state says why.
+--- Quiet (at startup): the line waits for the first use, the first :terminal.
 ---@param why string
-local function fail(why)
+---@param quiet? boolean
+local function fail(why, quiet)
   M.problem = why
   require('gemini_companion.state').fail(why)
-  message.notify(why, 'error')
+  if not quiet then
+    message.notify(why, 'error')
+  else
+    vim.api.nvim_create_autocmd('TermOpen', {
+      group = vim.api.nvim_create_augroup('gemini_companion_first_use', { clear = true }),
+      once = true,
+      callback = function()
+        if M.problem == why then
+          message.notify(why, 'warn')
+        end
+      end,
+    })
+  end
   return nil, why
 end
 
@@ -101,11 +116,15 @@ end
 
 --- Start a host process; returns its channel.
 ---@param start table the `start` parameters: the host advertises the server before it loads pynvim
+---@param quiet? boolean
 ---@return integer? channel, string? error
-local function spawn(start)
-  local python = M.python()
+local function spawn(start, quiet)
+  local python, how = M.python()
   if vim.fn.executable(python) == 0 then
-    return fail(('the Python host %s does not exist: %s'):format(python, M.install_hint()))
+    if how == "the plugin's venv" then -- the build has not run: not an error the user made
+      return fail(('not installed yet: %s'):format(M.install_hint()), quiet)
+    end
+    return fail(('the Python host %s does not exist: %s'):format(python, M.install_hint()), quiet)
   end
   stderr = {}
   local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
@@ -138,15 +157,16 @@ end
 ---@param sync boolean
 ---@param method string
 ---@param params? table
+---@param quiet? boolean
 ---@return any result, string? error
-local function call(sync, method, params)
+local function call(sync, method, params, quiet)
   local channel = M.channel
   if not channel then
     if method ~= 'start' then -- only starting the server starts a host
       return nil, M.problem or 'the Python host is not running'
     end
     local err
-    channel, err = spawn(params)
+    channel, err = spawn(params, quiet)
     if not channel then
       return nil, err
     end
@@ -170,8 +190,9 @@ end
 --- Fire and forget: never waits for the host.
 ---@param method string
 ---@param params? table
-function M.notify(method, params)
-  return call(false, method, params)
+---@param quiet? boolean say nothing if the host cannot start (the state still says why)
+function M.notify(method, params, quiet)
+  return call(false, method, params, quiet)
 end
 
 --- Waits for the host's answer. Only for calls that must finish first.
@@ -192,6 +213,49 @@ function M.shutdown()
     M.channel = nil
     vim.fn.jobstop(channel)
   end
+end
+
+local installing = false
+
+--- Run the build (`make install` in the plugin directory) without blocking: each step is
+--- shown as it starts, the outcome in one line. `done(true)` once the venv is ready.
+---@param done fun(ok: boolean)
+function M.install(done)
+  if installing then
+    return message.notify('the install is already running', 'warn')
+  end
+  local output = {} ---@type string[]
+  local function collect(_, data)
+    for line in vim.gsplit(data or '', '\n', { trimempty = true }) do
+      table.insert(output, line)
+      vim.schedule(function()
+        vim.api.nvim_echo({ { 'gemini-companion: install: ' .. line } }, false, {})
+      end)
+    end
+  end
+  local ok, err = pcall(
+    vim.system,
+    { 'make', 'install' },
+    { cwd = M.root, text = true, stdout = collect, stderr = collect },
+    function(result)
+      vim.schedule(function()
+        installing = false
+        if result.code ~= 0 then
+          local last = output[#output] or ('make exited with code %d'):format(result.code)
+          message.notify(('install failed: %s (make install in %s)'):format(last, M.root), 'error')
+          return done(false)
+        end
+        M.problem = nil
+        message.notify(('installed into %s/.venv'):format(M.root))
+        done(true)
+      end)
+    end
+  )
+  if not ok then
+    return message.notify(('cannot run make: %s'):format(err), 'error')
+  end
+  installing = true
+  message.notify(('installing: make install in %s'):format(M.root))
 end
 
 return M

@@ -13,10 +13,11 @@ function M.setup(opts)
   end
 end
 
---- Start unless disabled, already started, or already failed to start.
+--- Start unless disabled, already started, or already failed to start. Quiet: a plugin
+--- that is not built yet says so on first use, never at startup.
 function M.autostart()
-  if config.options.auto_start and not host.started then
-    M.start()
+  if config.options.auto_start and not host.started and not host.problem and vim.v.exiting == vim.NIL then
+    M.start(true)
   end
 end
 
@@ -45,8 +46,9 @@ function M.workspace()
   return unique
 end
 
-function M.start()
-  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() })
+---@param quiet? boolean
+function M.start(quiet)
+  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() }, quiet)
   if not err and config.options.context.enabled then
     require('gemini_companion.context').attach()
   end
@@ -115,23 +117,40 @@ function M.status_lines()
   return lines
 end
 
+--- `:GeminiCompanion {subcommand}`: the one table behind the command, its completion and its error.
+M.subcommands = {
+  start = function()
+    M.start()
+  end,
+  stop = M.stop,
+  restart = M.restart,
+  status = function()
+    vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
+  end,
+  install = function()
+    host.install(function(ok)
+      if ok then
+        M.restart()
+      end
+    end)
+  end,
+}
+
+---@return string[]
+function M.subcommand_names()
+  local names = vim.tbl_keys(M.subcommands)
+  table.sort(names)
+  return names
+end
+
 ---@param subcommand? string
 function M.command(subcommand)
-  subcommand = subcommand or 'status'
-  if subcommand == 'start' then
-    M.start()
-  elseif subcommand == 'stop' then
-    M.stop()
-  elseif subcommand == 'restart' then
-    M.restart()
-  elseif subcommand == 'status' then
-    vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
-  else
-    require('gemini_companion.message').notify(
-      ('unknown subcommand %q (start, stop, restart, status)'):format(subcommand),
-      'error'
-    )
+  local run = M.subcommands[subcommand or 'status']
+  if not run then
+    local known = table.concat(M.subcommand_names(), ', ')
+    return require('gemini_companion.message').notify(('unknown subcommand %q (%s)'):format(subcommand, known), 'error')
   end
+  run()
 end
 
 return M

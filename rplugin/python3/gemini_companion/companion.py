@@ -202,7 +202,7 @@ class Companion:
         except ImportError as err:
             self._fail(
                 f"the Python host {sys.executable} cannot import {err.name or err}: "
-                f"run `make install` in {PLUGIN_ROOT}, then restart Neovim"
+                f"run :GeminiCompanion install (or `make install` in {PLUGIN_ROOT})"
             )
             sock.close()
             return

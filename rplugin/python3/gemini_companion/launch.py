@@ -7,6 +7,7 @@ waits in the socket's backlog until the server answers.
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import socket
@@ -54,6 +55,14 @@ def launch_early(nvim_pid: int, workspace: list[str]) -> None:
     """Called by boot.py with the `start` parameters Neovim is about to send."""
     global _early
     _early = launch(nvim_pid, workspace)
+    atexit.register(_abandon_early)  # Neovim may exit before it is taken: leave no stale file
+
+
+def _abandon_early() -> None:
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        early.abandon()
 
 
 def take(nvim_pid: int, workspace: list[str]) -> Launch:
