@@ -55,8 +55,13 @@ def keep_moving(address: Path, stop: threading.Event, counter: list[int]) -> Non
 
 
 def diff_cycle(editor: Editor, client: NodeClient, path: Path, outcome: str) -> None:
+    before = {d["id"] for d in editor.status()["diffs"]}
     request = client.send("openDiff", filePath=str(path), newContent=f"proposal {time.monotonic()}\n")
-    wait_for(lambda: any(d.get("file") == str(path) for d in editor.status()["diffs"]), what="diff open")
+    # A new id: the last cycle's diff may still be listed until its outcome reaches the server.
+    wait_for(
+        lambda: any(d.get("file") == str(path) and d["id"] not in before for d in editor.status()["diffs"]),
+        what="diff open",
+    )
     if outcome == "accept":
         editor.nvim.command(f"GeminiAccept {path}")
     elif outcome == "reject":

@@ -110,6 +110,31 @@ def settle(review: Review, path: Path) -> None:
 # --- opening ------------------------------------------------------------------
 
 
+def test_review_sides_are_highlighted_like_the_file(review, project):
+    """Syntax on both sides; with the user's treesitter on the file type, treesitter on both."""
+    review.editor.lua(
+        "vim.api.nvim_create_autocmd('FileType', { pattern = 'lua', callback = function(ev)"
+        " vim.treesitter.start(ev.buf) end })"
+    )
+    highlighting = (
+        "local b = ... return { ft = vim.bo[b].filetype, syntax = vim.bo[b].syntax,"
+        " ts = vim.treesitter.highlighter.active[b] ~= nil }"
+    )
+    for name, content, expected in [
+        ("plain.py", "x = 1\n", {"ft": "python", "syntax": "python", "ts": False}),
+        ("tree.lua", "local x = 1\n", {"ft": "lua", "syntax": "", "ts": True}),
+    ]:
+        target = project / name
+        write(target, content.encode())
+        request = review.open(target, content.replace("1", "2"))
+        info = review.info(target)
+        assert info
+        assert review.editor.lua(highlighting, info["proposal"]) == expected, name
+        assert review.editor.lua(highlighting, info["original"]) == expected, name
+        review.editor.nvim.command(f"GeminiReject {target}")  # the client takes one diff at a time
+        assert review.outcome(request)["status"] == "rejected"
+
+
 def test_diff_tab_shows_original_and_proposal(review, project):
     target = project / "src" / "main.py"
     original = write(target, b"import os\n\nprint('hello')\n")

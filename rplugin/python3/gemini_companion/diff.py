@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 # Both the proposal and the file it replaces; the HTTP body limit (32 MiB) comes first.
 MAX_CONTENT_BYTES = 16 * 1024 * 1024
+SMALL_BYTES = 256 * 1024  # below this, reading and splitting takes well under a millisecond
 CLOSE_TIMEOUT_SECONDS = 10.0
 DIFF_LUA = "require('gemini_companion.diff')"
 
@@ -136,8 +137,10 @@ class DiffFeature:
                 raise DiffError("filePath must be a string")
             if not isinstance(new_content, str):
                 raise DiffError("newContent must be a string")
-            # Reading and splitting 16 MB takes a while: keep the loop serving other clients.
-            view = await asyncio.to_thread(_prepare, file_path, new_content)
+            if _small(file_path, new_content):
+                view = _prepare(file_path, new_content)  # no thread hop for what takes microseconds
+            else:  # reading and splitting 16 MB takes a while: keep the loop serving other clients
+                view = await asyncio.to_thread(_prepare, file_path, new_content)
         except DiffError as err:
             return error(f"openDiff: {err}")
         key, signature = view.pop("path"), view.pop("signature")
@@ -307,6 +310,16 @@ def _first_change(old: list[str], new: list[str]) -> int:
     """1-based line of the proposal where it first differs from the original."""
     first = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
     return max(1, min(first + 1, len(new)))
+
+
+def _small(file_path: str, new_content: str) -> bool:
+    """Both sides small enough to prepare on the server loop without holding it up."""
+    if len(new_content) >= SMALL_BYTES:
+        return False
+    try:
+        return os.stat(file_path).st_size < SMALL_BYTES
+    except (OSError, ValueError):
+        return True  # a new file (or a bad path, which _prepare refuses at once)
 
 
 def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
