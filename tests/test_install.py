@@ -259,3 +259,32 @@ vim.g.gemini_companion_python = {sys.executable!r}
         assert editor.status()["state"] == "running"
     finally:
         editor.close()
+
+
+def has_vim_pack() -> bool:
+    check = "lua io.stdout:write(tostring(vim.pack ~= nil))"
+    probe = [nvim_binary(), "--headless", "--clean", "-c", check, "-c", "qa!"]
+    return subprocess.run(probe, capture_output=True, text=True, timeout=60).stdout.strip() == "true"
+
+
+def test_vim_pack_spec_then_install_from_neovim_connects(published, user):
+    """Neovim 0.12+ only (only 0.11 installs here): vim.pack runs no build, :GeminiCompanion install does."""
+    if not has_vim_pack():
+        pytest.skip("this Neovim has no vim.pack (0.12+)")
+    url = f"file://{published / SPEC_NAME}"
+    spec = readme_block("vim.pack").replace("https://github.com/OWNER/gemini-companion.nvim", url)
+    assert url in spec
+    write_config(user, spec.replace("})", "}, { confirm = false })"))
+    editor = Editor(user, init=None)
+    try:
+        wait_for(lambda: server_state(editor) == "failed", 120, "the missing build noticed")
+        assert not any(word in editor.messages() for word in RED)
+        editor.nvim.command("GeminiCompanion install")
+        wait_for(lambda: server_state(editor) == "running", BUILD_TIMEOUT, "the server after the install")
+        client = NodeClient("gemini_client.mjs", client_env(editor), user.project)
+        try:
+            assert client.call("connect")["status"] == "connected"
+        finally:
+            client.close()
+    finally:
+        editor.close()
