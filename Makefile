@@ -45,7 +45,7 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 demo: install $(VENV)/nvim-path
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) scripts/demo.py
 
-LUA := lua plugin tests/init.lua
+LUA := lua plugin tests/init.lua tests/unit/lua
 STYLUA := $(NODE_DIR)/node_modules/.bin/stylua
 
 # Python: ruff and mypy. Lua: StyLua (from npm, with the test clients) and luacheck (Debian's lua-check).
@@ -63,6 +63,10 @@ format: dev node
 
 test: dev node lint
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -m "not bench" -p no:cacheprovider
+
+# The fast layer alone (no server, no network): pure helpers, contracts, the hop map, Lua units.
+test-unit: dev
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -p no:cacheprovider tests/unit
 
 bench: dev node
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench.py

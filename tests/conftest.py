@@ -22,7 +22,7 @@ import pynvim
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rplugin" / "python3"))  # the plugin's modules
-from gemini_companion.companion import ENV_KEYS
+from gemini_companion.contract import ENV_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"

@@ -29,14 +29,14 @@ def assert_responsive(editor: Editor) -> None:
     assert editor.lua("return 1 + 1") == 2
 
 
-def test_t1_text_plain_post_with_token_is_refused_and_opens_no_session(editor):
+def test_text_plain_post_with_token_is_refused_and_opens_no_session(editor):
     session = raw(editor)
     status, _, _ = session.post_raw(b'{"jsonrpc":"2.0","id":1,"method":"initialize"}', **{"Content-Type": "text/plain"})
     assert 400 <= status < 500
     assert editor.status()["clients"] == []
 
 
-def test_t1_tool_call_with_an_origin_never_reaches_the_handler(editor, sandbox):
+def test_tool_call_with_an_origin_never_reaches_the_handler(editor, sandbox):
     session = raw(editor)
     session.initialize()
     target = sandbox.project / "victim.txt"
@@ -49,7 +49,7 @@ def test_t1_tool_call_with_an_origin_never_reaches_the_handler(editor, sandbox):
     assert target.read_text() == "safe\n"
 
 
-def test_t6_token_stays_out_of_messages_and_every_argv(editor):
+def test_token_stays_out_of_messages_and_every_argv(editor):
     token = editor.env("GEMINI_CLI_IDE_AUTH_TOKEN")
     assert token
     assert token not in editor.messages()
@@ -63,7 +63,7 @@ def test_t6_token_stays_out_of_messages_and_every_argv(editor):
                 continue
 
 
-def test_t6_discovery_file_is_0600_under_a_permissive_umask(tmp_path, monkeypatch):
+def test_discovery_file_is_0600_under_a_permissive_umask(tmp_path, monkeypatch):
     old = os.umask(0)
     try:
         path = discovery.write_secret_json(tmp_path, "secret.json", {"authToken": "t"})
@@ -73,7 +73,7 @@ def test_t6_discovery_file_is_0600_under_a_permissive_umask(tmp_path, monkeypatc
     assert [p.name for p in tmp_path.iterdir()] == ["secret.json"]  # no temp file left behind
 
 
-def test_t8_symlink_at_the_final_name_is_replaced_not_followed(tmp_path):
+def test_symlink_at_the_final_name_is_replaced_not_followed(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("untouched")
     ide = tmp_path / "ide"
@@ -85,7 +85,7 @@ def test_t8_symlink_at_the_final_name_is_replaced_not_followed(tmp_path):
 
 
 @pytest.mark.parametrize("attack", ["symlink", "world-writable", "foreign-owner"])
-def test_t8_unsafe_discovery_directory_is_refused_with_a_clear_error(editor_factory, sandbox, tmp_path, attack):
+def test_unsafe_discovery_directory_is_refused_with_a_clear_error(editor_factory, sandbox, tmp_path, attack):
     elsewhere = tmp_path / "attacker"
     elsewhere.mkdir()
     gemini = sandbox.tmp / "gemini"
@@ -107,7 +107,7 @@ def test_t8_unsafe_discovery_directory_is_refused_with_a_clear_error(editor_fact
     wait_for(lambda: "refusing" in editor.messages(), what="the error shown to the user")
 
 
-def test_t14_cors_preflight_gets_no_allow_origin(editor):
+def test_cors_preflight_gets_no_allow_origin(editor):
     conn = http.client.HTTPConnection("127.0.0.1", editor.status()["port"], timeout=TIMEOUT)
     conn.request(
         "OPTIONS",
@@ -120,7 +120,7 @@ def test_t14_cors_preflight_gets_no_allow_origin(editor):
     conn.close()
 
 
-def test_t15_unknown_or_forged_session_ids_are_refused(editor):
+def test_unknown_or_forged_session_ids_are_refused(editor):
     session = raw(editor)
     session.session_id = "f" * 32
     status, _ = session.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -133,7 +133,7 @@ def test_t15_unknown_or_forged_session_ids_are_refused(editor):
     assert status == 404
 
 
-def test_r4_ten_neovims_start_at_once(editor_factory, sandbox):
+def test_ten_neovims_start_at_once(editor_factory, sandbox):
     editors = [editor_factory() for _ in range(10)]
     statuses = [editor.wait_state("running") for editor in editors]
     ports = {s["port"] for s in statuses}
@@ -142,7 +142,7 @@ def test_r4_ten_neovims_start_at_once(editor_factory, sandbox):
     assert len(list(sandbox.qwen_dir.iterdir())) == 10
 
 
-def test_r6_keepalive_reaches_an_idle_stream(editor):
+def test_keepalive_reaches_an_idle_stream(editor):
     """The client gives up after ~300 s of silence; the server speaks at least every 30 s."""
     session = raw(editor)
     session.initialize()
@@ -158,7 +158,7 @@ def test_r6_keepalive_reaches_an_idle_stream(editor):
         stream.close()
 
 
-def test_r8_malformed_messages_get_errors_and_the_session_survives(editor):
+def test_malformed_messages_get_errors_and_the_session_survives(editor):
     session = raw(editor)
     session.initialize()
     status, messages, _ = session.post_raw(b"{not json")
@@ -176,7 +176,7 @@ def test_r8_malformed_messages_get_errors_and_the_session_survives(editor):
     assert_responsive(editor)
 
 
-def test_r5_session_limit_is_answered_cleanly(editor):
+def test_session_limit_is_answered_cleanly(editor):
     sessions = []
     refused = None
     for _ in range(80):
@@ -194,7 +194,7 @@ def test_r5_session_limit_is_answered_cleanly(editor):
 
 
 @pytest.mark.parametrize("variant", ["trailing-slash", "unset", "nowhere"])
-def test_r17_tmpdir_variants(editor_factory, sandbox, monkeypatch, variant, tmp_path):
+def test_tmpdir_variants(editor_factory, sandbox, monkeypatch, variant, tmp_path):
     if variant == "trailing-slash":
         sandbox.env["TMPDIR"] = str(sandbox.tmp) + "/"
         expected: Path | None = sandbox.tmp / "gemini" / "ide"
@@ -230,7 +230,7 @@ def test_accept_header_without_event_stream_on_get_is_refused(editor):
     conn.close()
 
 
-def test_t11_chunked_upload_without_length_is_cut_off_and_neovim_stays_responsive(editor):
+def test_chunked_upload_without_length_is_cut_off_and_neovim_stays_responsive(editor):
     session = raw(editor)
     session.initialize()
     with socket.create_connection(("127.0.0.1", session.port), timeout=TIMEOUT) as sock:
@@ -258,7 +258,7 @@ def test_t11_chunked_upload_without_length_is_cut_off_and_neovim_stays_responsiv
     assert session.call("tools/list")["result"]["tools"]  # the session itself is unharmed
 
 
-def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor_factory, gemini_factory, sandbox):
+def test_a_client_that_never_reads_does_not_starve_the_others(editor_factory, gemini_factory, sandbox):
     editor = editor_factory(setup={"context": {"debounce_ms": 0}})  # an update per command
     editor.wait_state("running")
     gemini = gemini_factory(editor)
@@ -292,7 +292,7 @@ def test_r5_a_client_that_never_reads_does_not_starve_the_others(editor_factory,
         stream.close()
 
 
-def test_r15_motion_hammering_while_clients_open_and_close_diffs(tmp_path):
+def test_motion_hammering_while_clients_open_and_close_diffs(tmp_path):
     """A short `make soak`: cursor and selections never stop while three clients cycle diffs."""
     from soak import soak
 

@@ -65,7 +65,7 @@ def test_editor_and_host_killed_then_next_start_sweeps(editor_factory, sandbox):
 
 
 def test_stale_file_whose_port_another_process_took_is_swept(editor_factory, sandbox):
-    """T7: the crashed editor's port now belongs to someone else; the file must still go."""
+    """The crashed editor's port now belongs to someone else; the file must still go."""
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
     squatter.listen()

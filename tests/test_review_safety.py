@@ -61,7 +61,7 @@ def no_outcome(review: Review, path: Path) -> None:
     assert not review.notifications("ide/diffRejected", path)
 
 
-# --- 1. the host dies while a proposal is open ------------------------------------------------
+# --- the host dies while a proposal is open ------------------------------------------------
 
 
 def kill_host(editor: Editor) -> None:
@@ -71,7 +71,7 @@ def kill_host(editor: Editor) -> None:
     editor.wait_state("failed")
 
 
-def test_c1_host_death_orphans_the_proposal_and_bang_writes_it(review, project):
+def test_host_death_orphans_the_proposal_and_bang_writes_it(review, project):
     editor = review.editor
     target = project / "a.txt"
     original = write(target, b"old\n")
@@ -97,7 +97,7 @@ def test_c1_host_death_orphans_the_proposal_and_bang_writes_it(review, project):
     assert tabs(editor) == 1
 
 
-def test_c1_quit_drops_an_orphaned_proposal_and_restart_recovers(review, project, gemini_factory):
+def test_quit_drops_an_orphaned_proposal_and_restart_recovers(review, project, gemini_factory):
     editor = review.editor
     target = project / "b.txt"
     original = write(target, b"old\n")
@@ -119,11 +119,11 @@ def test_c1_quit_drops_an_orphaned_proposal_and_restart_recovers(review, project
     assert again.outcome(request) == {"status": "accepted", "content": "after restart\n"}
 
 
-# --- 2. writes to another file write a copy and never accept -----------------------------------
+# --- writes to another file write a copy and never accept -----------------------------------
 
 
 @pytest.mark.parametrize("command", ["write {new}", "write! {existing}", "saveas {new}", "saveas! {existing}"])
-def test_c2_write_to_another_file_writes_a_copy(review, project, command):
+def test_write_to_another_file_writes_a_copy(review, project, command):
     editor = review.editor
     target, new, existing = project / "t.txt", project / "copy.txt", project / "existing.txt"
     original = write(target, b"old\n")
@@ -144,7 +144,7 @@ def test_c2_write_to_another_file_writes_a_copy(review, project, command):
     assert review.outcome(request) == {"status": "rejected"}
 
 
-def test_c2_range_append_and_filter_writes_keep_working(review, project):
+def test_range_append_and_filter_writes_keep_working(review, project):
     editor = review.editor
     target, part, log = project / "t.txt", project / "part.txt", project / "log.txt"
     write(target, b"old\n")
@@ -161,10 +161,10 @@ def test_c2_range_append_and_filter_writes_keep_working(review, project):
     no_outcome(review, target)
 
 
-# --- 3. the file changed on disk after the proposal opened ------------------------------------
+# --- the file changed on disk after the proposal opened ------------------------------------
 
 
-def test_c3_accepting_over_a_changed_file_needs_a_bang(review, project):
+def test_accepting_over_a_changed_file_needs_a_bang(review, project):
     editor = review.editor
     target = project / "moving.txt"
     write(target, b"base\n")
@@ -188,7 +188,7 @@ def test_c3_accepting_over_a_changed_file_needs_a_bang(review, project):
     assert review.outcome(request) == {"status": "accepted", "content": "proposal\n"}
 
 
-def test_c3_a_new_file_that_appears_is_a_change_too(review, project):
+def test_a_new_file_that_appears_is_a_change_too(review, project):
     target = project / "new.txt"
     review.open(target, "proposal\n")
     target.write_bytes(b"created by a formatter\n")
@@ -199,7 +199,7 @@ def test_c3_a_new_file_that_appears_is_a_change_too(review, project):
     no_outcome(review, target)
 
 
-# --- 4. writes the user did not ask for ---------------------------------------------------------
+# --- writes the user did not ask for ---------------------------------------------------------
 
 # The write patterns of the two most used auto-save plugins, reproduced from their source:
 # Pocco81/auto-save.nvim: TextChanged/InsertLeave -> a vim.defer_fn debounce -> nvim_buf_call
@@ -267,7 +267,7 @@ AUTOSAVE = {
 
 
 @pytest.mark.parametrize("plugin", list(AUTOSAVE))
-def test_c4_auto_save_never_accepts(review, project, plugin):
+def test_auto_save_never_accepts(review, project, plugin):
     editor = review.editor
     target = project / "auto.txt"
     original = write(target, b"old\n")
@@ -287,7 +287,7 @@ def test_c4_auto_save_never_accepts(review, project, plugin):
     assert review.outcome(request) == {"status": "accepted", "content": "typed\n"}
 
 
-def test_c4_wall_typed_in_the_left_window_does_not_accept(review, project):
+def test_wall_typed_in_the_left_window_does_not_accept(review, project):
     editor = review.editor
     target = project / "w.txt"
     write(target, b"old\n")
@@ -303,7 +303,7 @@ def test_c4_wall_typed_in_the_left_window_does_not_accept(review, project):
     assert review.outcome(request) == {"status": "accepted", "content": "edited\n"}
 
 
-def test_c4_the_proposal_is_marked_for_auto_save_plugins(review, project):
+def test_the_proposal_is_marked_for_auto_save_plugins(review, project):
     target = project / "m.txt"
     review.open(target, "x\n")
     info = review.info(target)
@@ -314,7 +314,7 @@ def test_c4_the_proposal_is_marked_for_auto_save_plugins(review, project):
     assert marks == [True, True, "acwrite"]
 
 
-# --- 5. exits that write accept, however they are invoked ----------------------------------------
+# --- exits that write accept, however they are invoked ----------------------------------------
 
 EXITS = {
     "mapping :x": lambda e: (e.nvim.command("nnoremap <buffer> <F2> :x<CR>"), e.nvim.input("<F2>")),
@@ -331,7 +331,7 @@ EXITS = {
 
 
 @pytest.mark.parametrize("how", list(EXITS))
-def test_c5_unedited_proposal_is_accepted_by_every_writing_exit(review, project, how):
+def test_unedited_proposal_is_accepted_by_every_writing_exit(review, project, how):
     target = project / "x.txt"
     original = write(target, b"old\n")
     request = review.open(target, "new\n")
@@ -343,7 +343,7 @@ def test_c5_unedited_proposal_is_accepted_by_every_writing_exit(review, project,
 
 
 @pytest.mark.parametrize("command", ["xa", "wqa"])
-def test_c5_xa_and_wqa_accept_then_exit(review, project, command):
+def test_xa_and_wqa_accept_then_exit(review, project, command):
     target = project / "x.txt"
     write(target, b"old\n")
     request = review.open(target, "new\n")
@@ -355,7 +355,7 @@ def test_c5_xa_and_wqa_accept_then_exit(review, project, command):
     assert review.outcome(request) == {"status": "accepted", "content": "new\n"}
 
 
-def test_c5_qa_stops_at_a_pending_review_and_bang_rejects(review, project):
+def test_qa_stops_at_a_pending_review_and_bang_rejects(review, project):
     target = project / "q.txt"
     write(target, b"old\n")
     request = review.open(target, "new\n")
@@ -369,10 +369,10 @@ def test_c5_qa_stops_at_a_pending_review_and_bang_rejects(review, project):
     assert review.outcome(request) == {"status": "rejected"}
 
 
-# --- 6. replaced clients, :e!, :enew, :tabonly, :bufdo e! ------------------------------------------
+# --- replaced clients, :e!, :enew, :tabonly, :bufdo e! ------------------------------------------
 
 
-def test_c6_disconnect_orphans_an_edited_proposal_and_closes_an_unedited_one(review, project):
+def test_disconnect_orphans_an_edited_proposal_and_closes_an_unedited_one(review, project):
     editor = review.editor
     kept, closed = project / "kept.txt", project / "closed.txt"
     write(kept, b"k\n")
@@ -391,7 +391,7 @@ def test_c6_disconnect_orphans_an_edited_proposal_and_closes_an_unedited_one(rev
     assert kept.read_bytes() == b"my edit\n"
 
 
-def test_c6_disconnect_closes_an_unedited_proposal(review, project):
+def test_disconnect_closes_an_unedited_proposal(review, project):
     target = project / "u.txt"
     write(target, b"u\n")
     review.open(target, "agent\n")
@@ -401,7 +401,7 @@ def test_c6_disconnect_closes_an_unedited_proposal(review, project):
 
 
 @pytest.mark.parametrize("command", ["edit!", "windo edit!"])
-def test_c6_edit_bang_restores_the_agents_proposal_and_stays_in_review(review, project, command):
+def test_edit_bang_restores_the_agents_proposal_and_stays_in_review(review, project, command):
     editor = review.editor
     target = project / "e.txt"
     write(target, b"file\n")
@@ -423,7 +423,7 @@ def test_c6_edit_bang_restores_the_agents_proposal_and_stays_in_review(review, p
 
 
 @pytest.mark.parametrize("command", ["enew", "tabfirst | tabonly", "bufdo edit!"])
-def test_c6_side_effect_closes_keep_an_edited_proposal(review, project, command):
+def test_side_effect_closes_keep_an_edited_proposal(review, project, command):
     editor = review.editor
     target = project / "s.txt"
     write(target, b"file\n")
@@ -444,7 +444,7 @@ def test_c6_side_effect_closes_keep_an_edited_proposal(review, project, command)
 
 
 @pytest.mark.parametrize("command", ["enew", "tabfirst | tabonly"])
-def test_c6_side_effect_closes_reject_an_unedited_proposal(review, project, command):
+def test_side_effect_closes_reject_an_unedited_proposal(review, project, command):
     target = project / "s.txt"
     write(target, b"file\n")
     request = review.open(target, "agent\n")
@@ -454,10 +454,10 @@ def test_c6_side_effect_closes_reject_an_unedited_proposal(review, project, comm
     settle(review, target)
 
 
-# --- 7. one review per real file ----------------------------------------------------------------
+# --- one review per real file ----------------------------------------------------------------
 
 
-def test_c7_a_symlink_and_its_target_share_one_review(editor, gemini, gemini_factory, project):
+def test_a_symlink_and_its_target_share_one_review(editor, gemini, gemini_factory, project):
     other_client = gemini_factory(editor)
     assert other_client.call("connect")["status"] == "connected"
     first, second = Review(editor, gemini), Review(editor, other_client)
@@ -477,11 +477,11 @@ def test_c7_a_symlink_and_its_target_share_one_review(editor, gemini, gemini_fac
     assert second.outcome(new) == {"status": "accepted", "content": "via target\n"}
 
 
-# --- 8. the file becomes something else while under review ----------------------------------------
+# --- the file becomes something else while under review ----------------------------------------
 
 
 @pytest.mark.parametrize("becomes", ["directory", "fifo", "too large"])
-def test_c8_file_turning_into_something_unreadable_keeps_the_proposal(review, project, becomes):
+def test_file_turning_into_something_unreadable_keeps_the_proposal(review, project, becomes):
     editor = review.editor
     target = project / "f.txt"
     write(target, b"file\n")
@@ -507,7 +507,7 @@ def test_c8_file_turning_into_something_unreadable_keeps_the_proposal(review, pr
         shutil.rmtree(target)
 
 
-# --- 9. stale discovery files -------------------------------------------------------------------
+# --- stale discovery files -------------------------------------------------------------------
 
 
 def plant(directory: Path, name: str, **fields: object) -> Path:
@@ -518,7 +518,7 @@ def plant(directory: Path, name: str, **fields: object) -> Path:
     return path
 
 
-def test_c9_periodic_sweep_removes_dead_zombie_and_reused_pids_only(editor_factory, sandbox):
+def test_periodic_sweep_removes_dead_zombie_and_reused_pids_only(editor_factory, sandbox):
     sandbox.env["GEMINI_COMPANION_SWEEP_SECONDS"] = "1"
     editor = editor_factory()
     status = editor.wait_state("running")
@@ -542,7 +542,7 @@ def test_c9_periodic_sweep_removes_dead_zombie_and_reused_pids_only(editor_facto
     zombie.wait()
 
 
-def test_c9_unusable_discovery_directories_fail_clearly_and_start_retries(editor_factory, sandbox):
+def test_unusable_discovery_directories_fail_clearly_and_start_retries(editor_factory, sandbox):
     (sandbox.tmp / "gemini").mkdir()
     (sandbox.tmp / "gemini" / "ide").write_text("not a directory")
     (sandbox.home / ".qwen").mkdir()
@@ -560,10 +560,10 @@ def test_c9_unusable_discovery_directories_fail_clearly_and_start_retries(editor
     assert editor.wait_state("running")["discovery_files"]
 
 
-# --- 10. closeDiff with a bad path ---------------------------------------------------------------
+# --- closeDiff with a bad path ---------------------------------------------------------------
 
 
-def test_c10_close_diff_with_a_relative_or_malformed_path_is_an_error(review, project):
+def test_close_diff_with_a_relative_or_malformed_path_is_an_error(review, project):
     for path in ("relative/x.txt", "", f"{project}/a\x00b", f"{project}/../x"):
         result = review.tool("closeDiff", filePath=path)
         assert result.get("isError"), path
@@ -573,10 +573,10 @@ def test_c10_close_diff_with_a_relative_or_malformed_path_is_an_error(review, pr
     assert not result.get("isError") and json.loads(result["content"][0]["text"]) == {"content": None}
 
 
-# --- 11. smaller: sessions, LSP, one prefix ---------------------------------------------------------
+# --- smaller: sessions, LSP, one prefix ---------------------------------------------------------
 
 
-def test_c11_a_restored_session_brings_back_no_empty_review(review, project, editor_factory, sandbox):
+def test_a_restored_session_brings_back_no_empty_review(review, project, editor_factory, sandbox):
     target = project / "sess.txt"
     write(target, b"file\n")
     review.open(target, "agent\n")
@@ -597,7 +597,7 @@ end})
 """
 
 
-def test_c11_no_language_server_on_review_buffers(review, project):
+def test_no_language_server_on_review_buffers(review, project):
     pylsp = str(Path(sys.executable).with_name("pylsp"))  # python-lsp-server, from the dev extras
     editor = review.editor
     editor.lua(PYLSP, pylsp)
@@ -620,7 +620,7 @@ def test_c11_no_language_server_on_review_buffers(review, project):
     assert review.outcome(request) == {"status": "rejected"}
 
 
-def test_c11_messages_carry_the_prefix_once(review, project):
+def test_messages_carry_the_prefix_once(review, project):
     editor = review.editor
     target = project / "p.txt"
     review.open(target, "x\n")

@@ -16,6 +16,8 @@
 ---@field filter? fun(bufnr: integer): boolean Return false to keep a buffer out of the context.
 ---@field is_trusted? boolean Tell the clients whether the workspace is trusted (nil: say nothing).
 
+local message = require('gemini_companion.message')
+
 local M = {}
 
 local CONTEXT_KEYS =
@@ -46,7 +48,7 @@ M.options = vim.deepcopy(M.defaults)
 ---@param ok boolean
 local function check(name, value, expected, ok)
   if not ok then
-    error(('gemini-companion: option %s: expected %s, got %s'):format(name, expected, vim.inspect(value)), 0)
+    error(message.prefixed(('option %s: expected %s, got %s'):format(name, expected, vim.inspect(value))), 0)
   end
 end
 
@@ -63,7 +65,7 @@ end
 local function no_unknown_keys(name, given, known)
   for key in pairs(given) do
     if known[key] == nil then
-      error(('gemini-companion: unknown option %s%s'):format(name, key), 0)
+      error(message.prefixed(('unknown option %s%s'):format(name, key)), 0)
     end
   end
 end

@@ -90,8 +90,8 @@ local function shareable(buf)
     local ok, keep = pcall(filter, buf)
     if not ok and not filter_failed then
       filter_failed = true -- once: a broken filter must not flood the message area
-      vim.notify(
-        'gemini-companion: context.filter failed (buffers are kept private): ' .. tostring(keep),
+      require('gemini_companion.message').notify(
+        'context.filter failed (buffers are kept private): ' .. tostring(keep),
         vim.log.levels.ERROR
       )
     end
@@ -248,7 +248,7 @@ local function flush()
   if not ok then
     if not compute_failed then
       compute_failed = true -- once: this runs on every debounce window
-      vim.notify('gemini-companion: context update failed: ' .. tostring(state), vim.log.levels.WARN)
+      require('gemini_companion.message').notify('context update failed: ' .. tostring(state), 'warn')
     end
     return
   end

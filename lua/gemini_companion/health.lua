@@ -5,22 +5,9 @@ local M = {}
 
 local health = vim.health
 local host = require('gemini_companion.host')
+local message = require('gemini_companion.message')
 
 local PROBE_TIMEOUT_MS = 30000 -- generous: a loaded machine
-local ENV_KEYS = {
-  'GEMINI_CLI_IDE_SERVER_PORT',
-  'GEMINI_CLI_IDE_WORKSPACE_PATH',
-  'GEMINI_CLI_IDE_PID',
-  'QWEN_CODE_IDE_SERVER_PORT',
-  'QWEN_CODE_IDE_WORKSPACE_PATH',
-  'GEMINI_CLI_IDE_SERVER_STDIO_COMMAND',
-  'GEMINI_CLI_IDE_SERVER_STDIO_ARGS',
-}
-
----@return string
-local function install_hint()
-  return host.install_hint()
-end
 
 --- The Python that runs the plugin's host.
 ---@return string? path, string how, string? error
@@ -64,7 +51,7 @@ local function run_probe(python)
 end
 
 local function check_neovim()
-  health.start('gemini-companion: Neovim')
+  health.start(message.prefixed('Neovim'))
   local v = vim.version()
   local text = ('Neovim %d.%d.%d'):format(v.major, v.minor, v.patch)
   if vim.fn.has('nvim-0.10') == 1 then
@@ -76,10 +63,10 @@ end
 
 ---@return gemini_companion.Probe?
 local function check_python()
-  health.start('gemini-companion: Python host')
+  health.start(message.prefixed('Python host'))
   local python, how, err = python_host()
   if not python then
-    health.error('no Python host found: ' .. (err or '?'), { install_hint() })
+    health.error('no Python host found: ' .. (err or '?'), { host.install_hint() })
     return nil
   end
   health.info(('Python host: %s (%s)'):format(python, how))
@@ -89,19 +76,19 @@ local function check_python()
   end
   if vim.fn.executable(python) == 0 then
     health.error(python .. ' is not an executable program', {
-      install_hint(),
+      host.install_hint(),
       'or point vim.g.gemini_companion_python at a Python with the packages (:h gemini-companion-python)',
     })
     return nil
   end
   local probe, failure = run_probe(python)
   if not probe then
-    health.error(('cannot run %s: %s'):format(python, failure), { install_hint() })
+    health.error(('cannot run %s: %s'):format(python, failure), { host.install_hint() })
     return nil
   end
   local major, minor = probe.python.version:match('^(%d+)%.(%d+)')
   if vim.version.lt({ tonumber(major), tonumber(minor), 0 }, { 3, 10, 0 }) then
-    health.error(('Python %s: Python >= 3.10 is required'):format(probe.python.version), { install_hint() })
+    health.error(('Python %s: Python >= 3.10 is required'):format(probe.python.version), { host.install_hint() })
   else
     health.ok(('Python %s'):format(probe.python.version))
   end
@@ -109,7 +96,7 @@ local function check_python()
     if dep.error then
       local what = dep.version and ('%s %s cannot be imported (%s)'):format(dep.name, dep.version, dep.error)
         or ('%s is not installed'):format(dep.name)
-      health.error(what, { install_hint() })
+      health.error(what, { host.install_hint() })
     else
       health.ok(('%s %s'):format(dep.name, dep.version or '(version unknown)'))
     end
@@ -118,18 +105,18 @@ local function check_python()
 end
 
 local function check_host_process()
-  health.start('gemini-companion: host process')
+  health.start(message.prefixed('host process'))
   if host.alive() then
     health.ok(('running (pid %s, channel %d)'):format(vim.fn.jobpid(host.channel), host.channel))
   elseif host.problem then
-    health.error(host.problem, { ':GeminiCompanion restart', install_hint() })
+    health.error(host.problem, { ':GeminiCompanion restart', host.install_hint() })
   else
     health.info('not started (it starts with the server: :GeminiCompanion start)')
   end
 end
 
 local function check_server()
-  health.start('gemini-companion: server')
+  health.start(message.prefixed('server'))
   local s = require('gemini_companion.state').current
   if s.state == 'running' then
     health.ok(('running on 127.0.0.1:%s (IDE PID %s)'):format(s.port, s.pid))
@@ -186,7 +173,7 @@ end
 
 ---@param probe gemini_companion.Probe
 local function check_directories(probe)
-  health.start('gemini-companion: discovery directories')
+  health.start(message.prefixed('discovery directories'))
   local gemini = probe.directories.gemini
   local base = gemini[1]
   local source = probe.tmpdir.TMPDIR and 'TMPDIR' or probe.tmpdir.TMP and 'TMP' or probe.tmpdir.TEMP and 'TEMP'
@@ -201,18 +188,24 @@ local function check_directories(probe)
 end
 
 local function check_env()
-  health.start('gemini-companion: environment for :terminal')
+  health.start(message.prefixed('environment for :terminal'))
   local s = require('gemini_companion.state').current
-  for _, key in ipairs(ENV_KEYS) do
+  -- The keys are the server's (each snapshot carries all of them); none before a server ran.
+  local keys = vim.tbl_keys(require('gemini_companion.state').env)
+  table.sort(keys)
+  if #keys == 0 then
+    health.info('no server has run in this Neovim: terminals get no connection variables')
+  end
+  for _, key in ipairs(keys) do
     local value = vim.env[key]
-    if value then
+    if key:match('TOKEN') then -- never show the token itself
+      health.info(key .. ' is ' .. (value and 'set' or 'not set'))
+    elseif value then
       health.info(('%s=%s'):format(key, value))
     else
       health.info(key .. ' is not set')
     end
   end
-  -- Never show the token itself.
-  health.info('GEMINI_CLI_IDE_AUTH_TOKEN is ' .. (vim.env.GEMINI_CLI_IDE_AUTH_TOKEN and 'set' or 'not set'))
   if s.state == 'running' then
     if vim.env.GEMINI_CLI_IDE_SERVER_PORT == tostring(s.port) and vim.env.GEMINI_CLI_IDE_AUTH_TOKEN then
       health.ok('terminals opened from now on point at this server')
@@ -227,7 +220,7 @@ local function check_container()
   if not in_container then
     return
   end
-  health.start('gemini-companion: container')
+  health.start(message.prefixed('container'))
   if vim.env.SSH_CONNECTION or vim.env.REMOTE_CONTAINERS or vim.env.VSCODE_REMOTE_CONTAINERS_SESSION then
     health.ok('running in a container; the Gemini CLI will dial 127.0.0.1 (SSH_CONNECTION or REMOTE_CONTAINERS is set)')
   else

@@ -229,7 +229,7 @@ function M.install(done)
     for line in vim.gsplit(data or '', '\n', { trimempty = true }) do
       table.insert(output, line)
       vim.schedule(function()
-        vim.api.nvim_echo({ { 'gemini-companion: install: ' .. line } }, false, {})
+        message.echo('install: ' .. line)
       end)
     end
   end

@@ -21,7 +21,8 @@ function M.autostart()
   end
 end
 
---- Workspace roots: every working directory in use (global, then per tab) plus configured folders.
+--- Workspace roots: every working directory in use (global, then per tab) plus configured
+--- folders. Python resolves, checks and de-duplicates them (launch.clean_roots).
 ---@return string[]
 function M.workspace()
   local roots = { vim.fn.getcwd(-1, -1) }
@@ -35,15 +36,7 @@ function M.workspace()
   for _, folder in ipairs(extra or {}) do
     table.insert(roots, vim.fn.fnamemodify(vim.fn.expand(folder), ':p'))
   end
-  local unique, seen = {}, {}
-  for _, root in ipairs(roots) do
-    root = root:gsub('(.)/$', '%1')
-    if not seen[root] then
-      seen[root] = true
-      table.insert(unique, root)
-    end
-  end
-  return unique
+  return roots
 end
 
 ---@param quiet? boolean
@@ -86,7 +79,7 @@ end
 ---@return string[]
 function M.status_lines()
   local s = state.current
-  local lines = { ('gemini-companion: %s'):format(s.state) }
+  local lines = { require('gemini_companion.message').prefixed(s.state) }
   local function add(label, value)
     table.insert(lines, ('  %-16s %s'):format(label, value))
   end

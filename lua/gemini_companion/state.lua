@@ -10,9 +10,11 @@ local M = {}
 ---@field workspace string[]
 ---@field discovery_files string[]
 ---@field discovery_errors string[] Why a discovery file could not be written (unsafe directory, ...).
----@field clients {name: string, version: string, session: string, stream: boolean}[]
----@field diffs table[]
+---@field nvim_pid integer?
+---@field host_pid integer?
 ---@field python string?
+---@field clients {name: string, version: string, session: string, stream: boolean}[]
+---@field diffs {id: integer, file: string, session: string}[]
 
 ---@type gemini_companion.Status
 M.current = { running = false, state = 'stopped', workspace = {}, discovery_files = {}, clients = {}, diffs = {} }
@@ -23,7 +25,19 @@ local seq = 0
 ---@type table<string, string|false>
 M.env = {}
 
+--- A missing package is fixed by the build: the message says how (host.install_hint).
+---@param text string
+---@return string
+local function with_fix(text)
+  if text:find('cannot import', 1, true) then
+    return text .. ': ' .. require('gemini_companion.host').install_hint()
+  end
+  return text
+end
+
 local function changed()
+  vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiStatusChanged', modeline = false })
+  -- The event's first name (it is also a command's): kept for existing autocommands.
   vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiCompanionStatus', modeline = false })
 end
 
@@ -42,6 +56,7 @@ function M.update(snapshot)
     end
   end
   status.diffs = status.diffs or {}
+  status.error = status.error and with_fix(status.error)
   M.current = status
   for key, value in pairs(env) do
     vim.env[key] = value or nil
@@ -84,7 +99,7 @@ end
 ---@param message string
 ---@param level 'debug'|'info'|'warn'|'error'
 function M.notify(message, level)
-  require('gemini_companion.message').notify(message, level)
+  require('gemini_companion.message').notify(with_fix(message), level)
 end
 
 return M

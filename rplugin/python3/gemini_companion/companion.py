@@ -9,7 +9,6 @@ with `Editor.lua`, which is safe from any thread.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import socket
 import sys
@@ -17,27 +16,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from . import discovery, launch
+from . import contract, discovery, launch
 from .context import ContextFeature
 from .diff import DiffFeature
 from .feature import Feature
 
-ENV_KEYS = (
-    "GEMINI_CLI_IDE_SERVER_PORT",
-    "GEMINI_CLI_IDE_WORKSPACE_PATH",
-    "GEMINI_CLI_IDE_AUTH_TOKEN",
-    "GEMINI_CLI_IDE_PID",
-    "QWEN_CODE_IDE_SERVER_PORT",
-    "QWEN_CODE_IDE_WORKSPACE_PATH",
-    # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
-    "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND",
-    "GEMINI_CLI_IDE_SERVER_STDIO_ARGS",
-    "QWEN_CODE_IDE_SERVER_STDIO_COMMAND",
-    "QWEN_CODE_IDE_SERVER_STDIO_ARGS",
-)
-PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
 SWEEP_SECONDS = float(os.environ.get("GEMINI_COMPANION_SWEEP_SECONDS") or 30.0)
@@ -161,10 +146,10 @@ class Companion:
             self._ad = discovery.Advertisement(**{**self._ad.__dict__, "workspace": roots})
             self._advertise()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> contract.Status:
         with self._lock:
             ad = self._ad
-            status = {
+            status: dict[str, Any] = {
                 "running": self._state == "running",
                 "state": self._state,
                 "error": self._error,
@@ -177,10 +162,11 @@ class Companion:
                 "discovery_files": [str(p) for p in self._files],
                 "discovery_errors": list(self._discovery_errors),
                 "clients": list(self._clients),
+                "diffs": [],
             }
         for feature in self._features:
             status.update(feature.status())
-        return status
+        return cast(contract.Status, status)
 
     # --- worker threads ---------------------------------------------------
 
@@ -201,8 +187,7 @@ class Companion:
             from . import mcp_server
         except ImportError as err:
             self._fail(
-                f"the Python host {sys.executable} cannot import {err.name or err}: "
-                f"run :GeminiCompanion install (or `make install` in {PLUGIN_ROOT})"
+                f"the Python host {sys.executable} cannot import {err.name or err}"  # Lua adds the fix
             )
             sock.close()
             return
@@ -270,28 +255,11 @@ class Companion:
             discovery.remove(path)
         self._files = []
 
-    def _env(self) -> dict[str, str | bool]:
-        ad = self._ad
-        if ad is None:
-            return {key: False for key in ENV_KEYS}  # False unsets it in Neovim
-        return {
-            "GEMINI_CLI_IDE_SERVER_PORT": str(ad.port),
-            "GEMINI_CLI_IDE_WORKSPACE_PATH": ad.workspace_path,
-            "GEMINI_CLI_IDE_AUTH_TOKEN": ad.token,
-            "GEMINI_CLI_IDE_PID": str(ad.ide_pid),
-            "QWEN_CODE_IDE_SERVER_PORT": str(ad.port),
-            "QWEN_CODE_IDE_WORKSPACE_PATH": ad.workspace_path,
-            "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": ad.gemini_stdio()["command"],
-            "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": json.dumps(ad.gemini_stdio()["args"]),
-            "QWEN_CODE_IDE_SERVER_STDIO_COMMAND": ad.qwen_stdio()["command"],
-            "QWEN_CODE_IDE_SERVER_STDIO_ARGS": json.dumps(ad.qwen_stdio()["args"]),
-        }
-
     def snapshot(self) -> dict[str, Any]:
         """Status and terminal environment, numbered so Neovim can drop one that arrives late."""
         with self._lock:
             self._seq += 1
-            return {"seq": self._seq, "status": self.status(), "env": self._env()}
+            return {"seq": self._seq, "status": self.status(), "env": contract.terminal_env(self._ad)}
 
     def _push(self) -> None:
         self._editor.lua("require('gemini_companion.state').update(...)", self.snapshot())

@@ -1,0 +1,65 @@
+"""What the Python side and the Lua side agree on, in one place (see ARCHITECTURE.md).
+
+- `Status`: the table `require('gemini_companion').status()` returns; its LuaCATS twin is
+  `gemini_companion.Status` in lua/gemini_companion/state.lua (a unit test keeps them equal).
+- `TERMINAL_ENV`: the environment Neovim's terminals inherit, key by key; Lua sets and
+  unsets exactly these keys (each snapshot carries all of them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TypedDict
+
+from .discovery import Advertisement
+
+
+class ClientInfo(TypedDict):
+    session: str
+    name: str
+    version: str
+    stream: bool
+
+
+class DiffInfo(TypedDict):
+    id: int
+    file: str
+    session: str
+
+
+class Status(TypedDict):
+    running: bool
+    state: str  # stopped | starting | running | failed
+    error: str | None
+    port: int | None
+    pid: int | None  # the IDE PID the CLIs look for
+    nvim_pid: int | None
+    host_pid: int
+    python: str
+    workspace: list[str]
+    discovery_files: list[str]
+    discovery_errors: list[str]
+    clients: list[ClientInfo]
+    diffs: list[DiffInfo]
+
+
+TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
+    "GEMINI_CLI_IDE_SERVER_PORT": lambda ad: str(ad.port),
+    "GEMINI_CLI_IDE_WORKSPACE_PATH": lambda ad: ad.workspace_path,
+    "GEMINI_CLI_IDE_AUTH_TOKEN": lambda ad: ad.token,
+    "GEMINI_CLI_IDE_PID": lambda ad: str(ad.ide_pid),
+    "QWEN_CODE_IDE_SERVER_PORT": lambda ad: str(ad.port),
+    "QWEN_CODE_IDE_WORKSPACE_PATH": lambda ad: ad.workspace_path,
+    # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
+    "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.gemini_stdio()["command"],
+    "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.gemini_stdio()["args"]),
+    "QWEN_CODE_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.qwen_stdio()["command"],
+    "QWEN_CODE_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.qwen_stdio()["args"]),
+}
+ENV_KEYS = tuple(TERMINAL_ENV)
+
+
+def terminal_env(ad: Advertisement | None) -> dict[str, str | bool]:
+    """Every key: its value for this server, or False (which unsets it in Neovim)."""
+    return {key: (value(ad) if ad is not None else False) for key, value in TERMINAL_ENV.items()}

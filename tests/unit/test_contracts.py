@@ -1,0 +1,57 @@
+"""Each contract has one home; where it must be written twice (Python and Lua, code and docs), the copies agree."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+from gemini_companion import contract
+
+DOC = (ROOT / "doc" / "gemini_companion.txt").read_text()
+LUA = ROOT / "lua" / "gemini_companion"
+
+
+def luacats_fields(source: str, cls: str) -> list[str]:
+    block = source[source.index(f"---@class {cls}") :].split("\n\n", 1)[0]
+    return re.findall(r"^---@field (\w+)", block, re.M)
+
+
+def test_status_shape_is_the_same_in_python_lua_and_the_help():
+    python = set(contract.Status.__annotations__)
+    lua = set(luacats_fields((LUA / "state.lua").read_text(), "gemini_companion.Status"))
+    section = DOC[DOC.index("*gemini_companion.status()*") :].split("Example,", 1)[0]
+    documented = set(re.findall(r"^    (\w+) {2,}", section, re.M)) | set(re.findall(r"^    (\w+) \w", section, re.M))
+    assert python == lua
+    assert python <= documented, python - documented
+
+
+def test_every_terminal_env_key_is_set_or_unset_together():
+    assert contract.ENV_KEYS == tuple(contract.TERMINAL_ENV)
+    assert set(contract.terminal_env(None).values()) == {False}
+    assert len(set(contract.ENV_KEYS)) == len(contract.ENV_KEYS)
+    # Lua has no copy: health.lua and state.lua take the keys from each snapshot.
+    for path in LUA.glob("*.lua"):
+        assert "GEMINI_CLI_IDE_SERVER_PORT'" not in path.read_text().replace("vim.env.GEMINI_CLI_IDE_SERVER_PORT", "")
+
+
+def test_subcommands_come_from_one_table_and_all_are_documented():
+    init = (LUA / "init.lua").read_text()
+    table = init[init.index("M.subcommands = {") : init.index("\n}\n", init.index("M.subcommands = {"))]
+    names = set(re.findall(r"^  (\w+) = ", table, re.M))
+    assert names >= {"start", "stop", "restart", "status", "install"}
+    signature = re.search(r"^:GeminiCompanion \[([\w|]+)\]", DOC, re.M)
+    assert signature and set(signature[1].split("|")) == names
+    plugin = (ROOT / "plugin" / "gemini_companion.lua").read_text()
+    assert "subcommand_names()" in plugin and "'restart'" not in plugin  # completion reads the table
+
+
+def test_the_message_prefix_is_written_once():
+    hits = [p.name for p in LUA.glob("*.lua") if "'gemini-companion: " in p.read_text()]
+    assert hits == ["message.lua"]
+
+
+def test_the_install_fix_is_written_once():
+    hits = [p.name for p in LUA.glob("*.lua") if ":GeminiCompanion install (or" in p.read_text()]
+    assert hits == ["host.lua"]
+    python = ROOT / "rplugin" / "python3" / "gemini_companion"
+    assert not [p.name for p in python.glob("*.py") if "make install" in p.read_text()]

@@ -1,0 +1,136 @@
+"""The pure helpers, without Neovim or a network: path checks, line endings, context shaping,
+discovery names, process liveness, and the MCP server's JSON-RPC answers (driven as ASGI)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from gemini_companion import context, diff, discovery, launch, mcp_server
+
+
+@pytest.mark.parametrize("content", ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\r\nb\n", "\n\n", "é\r\n漢\r\n", "x\r"])
+def test_split_gives_back_exactly_the_content(content):
+    parts = diff._split(content)
+    assert parts["text"] + (parts["eol"] if parts["final_newline"] else "") == content
+    assert parts["eol"] == ("\r\n" if content.count("\r\n") and content.count("\r\n") == content.count("\n") else "\n")
+
+
+def test_first_change_points_at_the_first_differing_line():
+    assert diff._first_change(["a", "b", "c"], ["a", "B", "c"]) == 2
+    assert diff._first_change(["a"], ["a", "b"]) == 2
+    assert diff._first_change(["a"], ["a"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [("", "empty"), ("rel/x.py", "absolute"), ("/a/../b", ".."), ("/a/\x00b", "control"), ("/a\nb", "control")],
+)
+def test_hostile_paths_are_refused_with_a_reason(path, reason):
+    with pytest.raises(diff.DiffError, match=reason):
+        diff._check_path(path)
+
+
+def test_context_is_validated_and_copied_clean():
+    raw = {"openFiles": [{"path": "/p", "timestamp": 1, "isActive": True, "cursor": {"line": 1, "character": 0}}]}
+    assert context.workspace_state(raw) == raw
+    for bad in ({}, {"openFiles": [{"path": 1, "timestamp": 1}]}, {"openFiles": [], "isTrusted": "yes"}):
+        with pytest.raises(ValueError, match="context"):
+            context.workspace_state(bad)
+
+
+def test_node_tmpdir_follows_node(monkeypatch):
+    assert discovery.node_tmpdir({"TMPDIR": "/x/"}) == "/x"
+    assert discovery.node_tmpdir({"TMP": "/y"}) == "/y"
+    assert discovery.node_tmpdir({}) == "/tmp"
+    assert discovery.gemini_file_name(12, 345) == "gemini-ide-server-12-345.json"
+
+
+def test_clean_roots_resolves_and_drops_what_cannot_be_advertised(tmp_path):
+    (tmp_path / "a").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "a")
+    roots = [str(tmp_path / "a"), str(link), "relative", str(tmp_path / "missing"), str(tmp_path / "a:b")]
+    assert launch.clean_roots(roots) == [str(tmp_path / "a")]
+
+
+def test_process_liveness_sees_zombies_and_reused_pids():
+    assert discovery.pid_alive(os.getpid(), discovery.process_start(os.getpid()))
+    assert not discovery.pid_alive(0)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    try:
+        assert not discovery.pid_alive(child.pid)
+    finally:
+        child.wait()
+    assert not discovery.pid_alive(os.getpid(), started=1)  # same PID, another start time
+    assert launch.ide_pid(os.getpid()) == os.getppid()
+
+
+class Asgi:
+    """The server's HTTP app called directly: what a client would get, without a socket."""
+
+    def __init__(self) -> None:
+        async def opened(_sid: str) -> None: ...
+
+        hooks = mcp_server.Hooks(
+            on_ready=lambda: None, on_failed=print, on_clients=lambda _c: None, on_stream_open=opened
+        )
+        self.server = mcp_server.McpServer(None, "tok", 1, hooks, mcp_server.Limits(max_sessions=2))  # type: ignore[arg-type]
+        self.session = ""
+
+    def post(self, message: Any, **headers: str) -> tuple[int, dict[str, str], Any]:
+        base = {"host": "127.0.0.1:1", "authorization": "Bearer tok", "content-type": "application/json"}
+        if self.session:
+            base["mcp-session-id"] = self.session
+        base.update(headers)
+        body = message if isinstance(message, bytes) else json.dumps(message).encode()
+        raw_headers = [(k.encode(), v.encode()) for k, v in base.items()]
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": raw_headers}
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(event: dict[str, Any]) -> None:
+            sent.append(event)
+
+        asyncio.run(self.server._asgi(scope, receive, send))
+        start, payload = sent[0], b"".join(e.get("body", b"") for e in sent[1:])
+        response_headers = {k.decode(): v.decode() for k, v in start.get("headers", [])}
+        return start["status"], response_headers, json.loads(payload) if payload else None
+
+
+def initialize(version: str = "2025-06-18") -> dict[str, Any]:
+    params = {"protocolVersion": version, "clientInfo": {"name": "u", "version": "1"}}
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+
+
+def test_initialize_issues_a_session_and_negotiates_the_version():
+    app = Asgi()
+    status, headers, answer = app.post(initialize("2025-11-25"))
+    assert status == 200 and len(headers["mcp-session-id"]) == 32
+    assert answer["result"]["protocolVersion"] == "2025-11-25"
+    assert app.post(initialize("1999-01-01"))[2]["result"]["protocolVersion"] == mcp_server.PROTOCOL_VERSIONS[0]
+    assert app.post(initialize())[0] == 503  # max_sessions=2
+
+
+def test_json_rpc_errors_are_answered_and_the_session_survives():
+    app = Asgi()
+    app.session = app.post(initialize())[1]["mcp-session-id"]
+    assert app.post({"jsonrpc": "2.0", "method": "notifications/initialized"})[0] == 202
+    assert app.post(b"{not json")[0] == 400
+    assert app.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])[0] == 400  # no batches
+    assert app.post({"jsonrpc": "2.0", "id": 1, "method": "nope"})[2]["error"]["code"] == -32601
+    assert app.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}})[2]["error"]["code"] == -32602
+    assert app.post({"jsonrpc": "2.0", "id": 3, "method": "ping"})[2] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert app.post({"jsonrpc": "2.0", "id": 4, "method": "ping"}, **{"mcp-protocol-version": "1.0"})[0] == 400
+    assert app.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}, **{"content-type": "text/plain"})[0] == 415
+    app.session = "f" * 32
+    assert app.post({"jsonrpc": "2.0", "id": 6, "method": "ping"})[0] == 404
