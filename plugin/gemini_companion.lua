@@ -59,22 +59,17 @@ else
     end,
   })
 end
-vim.api.nvim_create_autocmd('VimLeavePre', {
-  group = group,
-  callback = function()
-    if package.loaded['gemini_companion'] then
-      companion().stop()
-    end
-  end,
-})
-vim.api.nvim_create_autocmd('DirChanged', {
-  group = group,
-  callback = function()
-    if package.loaded['gemini_companion'] then
-      companion().refresh_workspace()
-    end
-  end,
-})
+-- Only once the plugin is in use: before that there is nothing to stop or refresh.
+for event, method in pairs({ VimLeavePre = 'stop', DirChanged = 'refresh_workspace' }) do
+  vim.api.nvim_create_autocmd(event, {
+    group = group,
+    callback = function()
+      if package.loaded['gemini_companion'] then
+        companion()[method]()
+      end
+    end,
+  })
+end
 -- Review buffers from a restored session (or a typed name) have no diff behind them.
 vim.api.nvim_create_autocmd('BufReadCmd', {
   group = group,

@@ -123,11 +123,7 @@ def first_launch(sandbox: Sandbox, timeout: float = 120.0, provider: str | None 
     editor = Editor(sandbox, init=None)
     try:
         wait_for(lambda: server_state(editor) == "running", timeout, "the server running")
-        client = NodeClient("gemini_client.mjs", client_env(editor), sandbox.project)
-        try:
-            assert client.call("connect")["status"] == "connected"
-        finally:
-            client.close()
+        assert_client_connects(editor, sandbox)
         shown = editor.messages()
         assert not any(word in shown for word in RED), shown
         assert editor.lua("return vim.g.python3_host_prog") == provider  # never set or changed
@@ -137,6 +133,15 @@ def first_launch(sandbox: Sandbox, timeout: float = 120.0, provider: str | None 
         editor.close()
         raise
     return editor
+
+
+def assert_client_connects(editor: Editor, sandbox: Sandbox) -> None:
+    """A real Gemini IDE client, started as in the editor's :terminal, connects."""
+    client = NodeClient("gemini_client.mjs", client_env(editor), sandbox.project)
+    try:
+        assert client.call("connect")["status"] == "connected"
+    finally:
+        client.close()
 
 
 def server_state(editor: Editor) -> str | None:
@@ -222,11 +227,7 @@ def test_a_missing_venv_is_quiet_at_startup_and_install_from_neovim_starts_the_s
         assert (fresh / ".venv" / "bin" / "python").exists()
         shown = editor.messages()
         assert "installed" in shown and not any(word in shown for word in RED), shown
-        client = NodeClient("gemini_client.mjs", client_env(editor), user.project)
-        try:
-            assert client.call("connect")["status"] == "connected"
-        finally:
-            client.close()
+        assert_client_connects(editor, user)
     finally:
         editor.close()
 
@@ -281,10 +282,6 @@ def test_vim_pack_spec_then_install_from_neovim_connects(published, user):
         assert not any(word in editor.messages() for word in RED)
         editor.nvim.command("GeminiCompanion install")
         wait_for(lambda: server_state(editor) == "running", BUILD_TIMEOUT, "the server after the install")
-        client = NodeClient("gemini_client.mjs", client_env(editor), user.project)
-        try:
-            assert client.call("connect")["status"] == "connected"
-        finally:
-            client.close()
+        assert_client_connects(editor, user)
     finally:
         editor.close()

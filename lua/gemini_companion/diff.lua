@@ -17,10 +17,13 @@
 --- - A proposal whose agent is gone (host died, client disconnected) with the user's edits is
 ---   "orphaned": it stays open; `:GeminiAccept!` writes it to the file as the user's own
 ---   write (the only time the plugin writes a target file), `:q` drops it.
---- Buffers are named and filled through the API only: nothing in a path is parsed as Ex.
+--- This module is the lifecycle (the accept / reject / orphan state machine and the public
+--- API); diff/view.lua renders, diff/disk.lua watches the file.
 local config = require('gemini_companion.config')
+local disk = require('gemini_companion.diff.disk')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
+local view = require('gemini_companion.diff.view')
 
 local M = {}
 
@@ -71,69 +74,11 @@ local function notify(text, level)
   message.notify(text, level)
 end
 
----@param path string
----@return string
-local function display(path)
-  return vim.fn.fnamemodify(path, ':~:.')
-end
-
---- What identifies a file's version, from its stat (nil: it does not exist); the Python
---- side computes the same string.
----@param st uv.fs_stat.result?
----@return string
-local function stat_signature(st)
-  return st and ('%d:%d:%d:%d'):format(st.ino, st.size, st.mtime.sec, st.mtime.nsec) or 'missing'
-end
-
----@param path string
----@return string
-local function signature(path)
-  return stat_signature(vim.uv.fs_stat(path))
-end
-
---- Loaded buffers of the user's that show `path`.
----@param path string
----@return integer[]
-local function file_buffers(path)
-  local real = vim.uv.fs_realpath(path) or path
-  local found = {}
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local name = vim.api.nvim_buf_get_name(buf)
-    if vim.api.nvim_buf_is_loaded(buf) and name ~= '' and (name == path or vim.uv.fs_realpath(name) == real) then
-      table.insert(found, buf)
-    end
-  end
-  return found
-end
-
----@param path string
----@return integer?
-local function modified_buffer(path)
-  for _, buf in ipairs(file_buffers(path)) do
-    if vim.bo[buf].modified then
-      return buf
-    end
-  end
-end
-
---- A winbar is a statusline format: '%' in a path must not be read as an item.
----@param text string
----@return string
-local function bar(text)
-  return (text:gsub('%%', '%%%%'))
-end
-
 ---@param diff gemini_companion.Diff
 ---@return string
 local function proposal_text(diff)
   local lines = vim.api.nvim_buf_get_lines(diff.proposal, 0, -1, false)
   return table.concat(lines, diff.eol) .. (diff.final_newline and diff.eol or '')
-end
-
----@param text gemini_companion.Text
----@return string[]
-local function split(text)
-  return vim.split(text.text, text.eol, { plain = true })
 end
 
 ---@param diff gemini_companion.Diff
@@ -148,116 +93,12 @@ local function edited(diff)
   return not vim.deep_equal(vim.api.nvim_buf_get_lines(diff.proposal, 0, -1, false), diff.proposed)
 end
 
---- Replace a buffer's text without making it an undoable change.
----@param buf integer
----@param lines string[]
-local function set_text(buf, lines)
-  local modifiable = vim.bo[buf].modifiable
-  vim.bo[buf].modifiable = true
-  vim.bo[buf].undolevels = -1
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines) -- one batched call, whatever the size
-  vim.bo[buf].undolevels = -123456 -- back to the global value
-  vim.bo[buf].modifiable = modifiable
-end
-
 ---@param diff gemini_companion.Diff
 ---@param lines string[]
 local function set_proposal(diff, lines)
-  set_text(diff.proposal, lines)
+  view.set_text(diff.proposal, lines)
   vim.bo[diff.proposal].modified = true -- a pending proposal is unsaved work
   diff.tick = vim.b[diff.proposal].changedtick
-end
-
----@param name string
----@return integer
-local function new_buffer(name)
-  local buf = vim.api.nvim_create_buf(false, false)
-  if not pcall(vim.api.nvim_buf_set_name, buf, name) then
-    vim.api.nvim_buf_set_name(buf, ('%s (%d)'):format(name, buf))
-  end
-  vim.bo[buf].swapfile = false
-  -- 'hide' rather than 'wipe': `:q` on a proposal then hides it instead of failing with
-  -- E37; we wipe both buffers ourselves when the diff is over.
-  vim.bo[buf].bufhidden = 'hide'
-  return buf
-end
-
---- The winbars: what the user can do, and every warning that holds (never a transient message only).
----@param diff gemini_companion.Diff
-local function set_headers(diff)
-  local name = display(diff.path)
-  local warnings = {}
-  if diff.orphaned then
-    table.insert(
-      warnings,
-      ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(diff.orphaned)
-    )
-  end
-  if diff.stale then
-    table.insert(warnings, ('⚠ %s · :GeminiAccept! accepts anyway'):format(diff.stale))
-  end
-  local buf = modified_buffer(diff.path)
-  if buf then
-    table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
-  end
-  local header = diff.orphaned and 'Orphaned proposal: %s'
-    or 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
-  header = header:format(name)
-  if #warnings > 0 then
-    header = header .. '  ' .. table.concat(warnings, '  ')
-  end
-  for _, win in ipairs(vim.fn.win_findbuf(diff.proposal)) do
-    vim.wo[win].winbar = bar(header)
-  end
-  local original = diff.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
-  for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
-    vim.wo[win].winbar = bar(original:format(name))
-  end
-end
-
---- Reload the user's unmodified buffers of `path` from disk; unsaved edits are never discarded.
----@param path string
-local function reload_buffers(path)
-  for _, buf in ipairs(file_buffers(path)) do
-    if vim.bo[buf].modified then
-      local text =
-        '%s was changed by the agent, but buffer %d has unsaved edits: not reloaded (:e! loads the new version)'
-      notify(text:format(display(path), buf), 'warn')
-    else
-      -- Answer the reload question ourselves: no prompt, even with 'noautoread'.
-      local id = vim.api.nvim_create_autocmd('FileChangedShell', {
-        buffer = buf,
-        callback = function()
-          vim.v.fcs_choice = 'reload'
-        end,
-      })
-      pcall(vim.cmd.checktime, buf)
-      pcall(vim.api.nvim_del_autocmd, id)
-    end
-  end
-end
-
---- Once the CLI has written an accepted file, reload the user's buffers of it: a stale
---- buffer must not overwrite the agent's change later.
----@param path string
-local function reload_after_write(path)
-  if #file_buffers(path) == 0 then
-    return
-  end
-  local before = signature(path)
-  local timer = assert(vim.uv.new_timer())
-  local waited = 0
-  timer:start(100, 100, function()
-    waited = waited + 100
-    if signature(path) == before and waited < 30000 then
-      return
-    end
-    timer:stop()
-    timer:close()
-    vim.schedule(function()
-      reload_buffers(path)
-    end)
-  end)
 end
 
 --- Remove the tab's buffers (and with them its windows), then tell `User GeminiDiffClosed`.
@@ -308,9 +149,9 @@ end
 ---@param diff gemini_companion.Diff
 ---@return boolean
 local function check_stale(diff)
-  if not diff.stale and signature(diff.path) ~= diff.base then
+  if not diff.stale and disk.signature(diff.path) ~= diff.base then
     diff.stale = 'the file changed on disk since the agent read it: accepting would undo that change'
-    set_headers(diff)
+    view.set_headers(diff)
   end
   return diff.stale ~= nil
 end
@@ -327,7 +168,7 @@ local function write_proposal(diff, path)
     file:close()
   end
   if not ok then
-    notify(('cannot write %s: %s'):format(display(path), err), 'error')
+    notify(('cannot write %s: %s'):format(view.display(path), err), 'error')
   end
   return ok
 end
@@ -336,16 +177,19 @@ end
 ---@param diff gemini_companion.Diff
 ---@return boolean
 local function write_target(diff)
-  local buf = modified_buffer(diff.path)
+  local buf = view.modified_buffer(diff.path)
   if buf then
-    notify(('buffer %d has unsaved edits to %s: save or discard them first'):format(buf, display(diff.path)), 'error')
+    notify(
+      ('buffer %d has unsaved edits to %s: save or discard them first'):format(buf, view.display(diff.path)),
+      'error'
+    )
     return false
   end
   vim.fn.mkdir(vim.fs.dirname(diff.path), 'p')
   if not write_proposal(diff, diff.path) then
     return false
   end
-  notify(('wrote the orphaned proposal to %s'):format(display(diff.path)))
+  notify(('wrote the orphaned proposal to %s'):format(view.display(diff.path)))
   return true
 end
 
@@ -356,21 +200,21 @@ local function accept(diff, force)
   if diff.orphaned then
     if not force then
       notify(
-        ('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(display(diff.path), diff.orphaned),
+        ('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(view.display(diff.path), diff.orphaned),
         'warn'
       )
       return
     end
     if write_target(diff) then
       finish(diff, 'accepted')
-      reload_buffers(diff.path)
+      disk.reload_buffers(diff.path)
     end
     return
   end
   if check_stale(diff) and not force then
     notify(
       ('%s changed on disk since the agent read it: not accepted (:GeminiAccept! accepts anyway, :q rejects)'):format(
-        display(diff.path)
+        view.display(diff.path)
       ),
       'warn'
     )
@@ -383,7 +227,7 @@ local function accept(diff, force)
     return
   end
   finish(diff, 'accepted')
-  reload_after_write(diff.path)
+  disk.reload_after_write(diff.path)
 end
 
 --- Reject the proposal; an orphaned one has nobody to tell and just closes.
@@ -445,7 +289,7 @@ local function write_copy(diff, target)
   if (vim.uv.fs_realpath(path) or path) == diff.path then
     notify(
       ('%s is the file under review: :w accepts the proposal, :GeminiAccept! when it is stale or orphaned'):format(
-        display(path)
+        view.display(path)
       ),
       'error'
     )
@@ -454,7 +298,7 @@ local function write_copy(diff, target)
   if not write_proposal(diff, path) then
     return
   end
-  notify(('wrote a copy of the proposal to %s (the proposal is still in review)'):format(display(path)))
+  notify(('wrote a copy of the proposal to %s (the proposal is still in review)'):format(view.display(path)))
 end
 
 ---@param diff gemini_companion.Diff
@@ -467,7 +311,7 @@ local function on_write(diff)
   local why = write_origin()
   if why then
     local text = 'the proposal for %s was not accepted (%s): use :w in its window, or :GeminiAccept'
-    notify(text:format(display(diff.path), why), 'warn')
+    notify(text:format(view.display(diff.path), why), 'warn')
     return
   end
   accept(diff, false)
@@ -480,32 +324,9 @@ local function on_read(diff, buf)
   if buf == diff.proposal then
     set_proposal(diff, diff.proposed)
   else
-    set_text(diff.original, diff.current)
+    view.set_text(diff.original, diff.current)
   end
   vim.cmd('diffupdate')
-end
-
---- Wipe buffers other than `keep` named `name` (renaming leaves the old name behind as an
---- alternate buffer).
----@param name string
----@param keep integer
-local function wipe_named(name, keep)
-  for _, other in ipairs(vim.api.nvim_list_bufs()) do
-    if other ~= keep and vim.api.nvim_buf_get_name(other) == name then
-      pcall(vim.api.nvim_buf_delete, other, { force = true })
-    end
-  end
-end
-
----@param buf integer
----@param name string
----@return boolean
-local function rename(buf, name)
-  local old = vim.api.nvim_buf_get_name(buf)
-  wipe_named(name, buf)
-  local ok = pcall(vim.api.nvim_buf_set_name, buf, name)
-  wipe_named(old, buf)
-  return ok
 end
 
 --- `:saveas x` or `:file x` renamed the proposal: a proposal keeps its name (`:saveas` then
@@ -519,36 +340,11 @@ local function on_rename(diff, buf)
       return
     end
     local taken = vim.api.nvim_buf_get_name(buf)
-    rename(buf, want)
+    view.rename(buf, want)
     if vim.fn.bufexists(taken) == 1 then -- `:saveas` may leave its target's name on a stray buffer
-      wipe_named(taken, buf)
+      view.wipe_named(taken, buf)
     end
   end)
-end
-
---- Open the tab: the original on the left, the proposal on the right, in diff mode.
----@param diff gemini_companion.Diff
----@param enter boolean
-local function show(diff, enter)
-  local options = config.options.diff
-  local from = vim.api.nvim_get_current_win()
-  -- Buffer numbers only: no path ever goes through an Ex command line.
-  vim.cmd('tab sbuffer ' .. diff.original)
-  diff.tab = vim.api.nvim_get_current_tabpage()
-  local original_win = vim.api.nvim_get_current_win()
-  -- Not `:sbuffer`: 'switchbuf' could turn that into yet another tab.
-  local side = options.layout == 'vertical' and 'right' or 'below'
-  local proposal_win = vim.api.nvim_open_win(diff.proposal, true, { split = side, win = original_win })
-  for _, win in ipairs({ original_win, proposal_win }) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd('diffthis')
-    end)
-  end
-  set_headers(diff)
-  if not enter and vim.api.nvim_win_is_valid(from) then
-    vim.api.nvim_set_current_win(from)
-  end
-  return proposal_win
 end
 
 --- The proposal lost its window. Closing it on purpose rejects it; an edited proposal
@@ -568,11 +364,11 @@ local function on_hidden(diff)
   for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
     pcall(vim.api.nvim_win_close, win, true)
   end
-  show(diff, true)
+  view.show(diff, true)
   local tab = vim.api.nvim_tabpage_get_number(diff.tab)
   notify(
     ('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(
-      display(diff.path),
+      view.display(diff.path),
       tab
     ),
     'warn'
@@ -624,36 +420,6 @@ local function attach(diff)
   end)
 end
 
---- Stat the file every second: mark the proposal stale when the file changed since the agent
---- read it, and ask Python for the new content of the left side. Not uv's fs_poll: its first
---- stat is taken asynchronously, so a change right after opening could become its baseline.
----@param diff gemini_companion.Diff
-local function watch(diff)
-  local last ---@type string?
-  diff.poll = vim.uv.new_timer()
-  if not diff.poll then
-    return
-  end
-  diff.poll:start(1000, 1000, function()
-    vim.uv.fs_stat(diff.path, function(_, st)
-      local now = stat_signature(st)
-      if now == last then
-        return
-      end
-      last = now
-      vim.schedule(function()
-        if diff.done then
-          return
-        end
-        check_stale(diff)
-        if not diff.orphaned then
-          host.notify('diff_refresh', { id = diff.id })
-        end
-      end)
-    end)
-  end)
-end
-
 local global_group ---@type integer?
 
 --- Autocommands for all diffs: the user's window, quit commands, and no LSP on review buffers.
@@ -691,33 +457,6 @@ local function track()
   })
 end
 
---- The file's filetype, from its buffer when it has one (no detection). The proposal gets the
---- whole filetype (ftplugin, indent: the user may edit it); the read-only left side the name
---- (for statuslines) without FileType autocommands, and only its highlighting, which costs a
---- third as much: the treesitter language when the user's FileType autocommands started
---- treesitter on the proposal, else the syntax.
----@param diff gemini_companion.Diff
-local function highlight(diff)
-  local loaded = file_buffers(diff.path)[1]
-  local filetype = loaded and vim.bo[loaded].filetype or ''
-  if filetype == '' then
-    filetype = vim.filetype.match({ filename = diff.path, buf = diff.proposal }) or ''
-  end
-  if filetype == '' then
-    return
-  end
-  vim.bo[diff.proposal].filetype = filetype
-  local eventignore = vim.o.eventignore
-  vim.o.eventignore = 'FileType'
-  vim.bo[diff.original].filetype = filetype
-  vim.o.eventignore = eventignore
-  local lang = vim.treesitter.language.get_lang(filetype)
-  if lang and vim.treesitter.highlighter.active[diff.proposal] and pcall(vim.treesitter.start, diff.original, lang) then
-    return
-  end
-  vim.bo[diff.original].syntax = filetype
-end
-
 ---@param spec gemini_companion.DiffSpec
 local function open(spec)
   local replaced = M.find(spec.path)
@@ -731,12 +470,12 @@ local function open(spec)
     path = spec.path,
     eol = spec.proposal.eol,
     final_newline = spec.proposal.final_newline,
-    proposed = split(spec.proposal),
-    current = split(spec.original),
+    proposed = view.split(spec.proposal),
+    current = view.split(spec.original),
     is_new = spec.is_new,
     base = spec.signature,
-    original = new_buffer('gemini://original' .. spec.path),
-    proposal = new_buffer('gemini://proposed' .. spec.path),
+    original = view.new_buffer('gemini://original' .. spec.path),
+    proposal = view.new_buffer('gemini://proposed' .. spec.path),
     names = {}, -- below: new_buffer may have had to add a number
     tick = 0,
     tab = 0,
@@ -748,7 +487,7 @@ local function open(spec)
   diff.names =
     { original = vim.api.nvim_buf_get_name(diff.original), proposal = vim.api.nvim_buf_get_name(diff.proposal) }
   diffs[diff.id] = diff
-  set_text(diff.original, diff.current)
+  view.set_text(diff.original, diff.current)
   vim.bo[diff.original].buftype = 'nofile'
   vim.bo[diff.original].modifiable = false
   vim.bo[diff.original].readonly = true
@@ -757,16 +496,21 @@ local function open(spec)
   vim.b[diff.proposal].gemini_companion_proposal = true
   vim.b[diff.proposal].autosave_disabled = true
   set_proposal(diff, diff.proposed)
-  highlight(diff)
+  view.highlight(diff)
 
   local focus = config.options.diff.focus
-  local proposal_win = show(diff, true)
+  local proposal_win = view.show(diff, true)
   vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #diff.proposed), 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')
   end)
   attach(diff)
-  watch(diff)
+  disk.watch(diff, function()
+    check_stale(diff)
+    if not diff.orphaned then -- Python reads the file again for the left side
+      host.notify('diff_refresh', { id = diff.id })
+    end
+  end)
 
   if focus then
     if diff.return_to_terminal then
@@ -778,7 +522,7 @@ local function open(spec)
       vim.cmd.startinsert()
     end
     local tab = vim.api.nvim_tabpage_get_number(diff.tab)
-    notify(('proposed change to %s: review it in tab %d'):format(display(diff.path), tab))
+    notify(('proposed change to %s: review it in tab %d'):format(view.display(diff.path), tab))
   end
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'GeminiDiffOpened',
@@ -793,7 +537,7 @@ end
 function M.open(spec)
   local ok, err = pcall(open, spec)
   if not ok then
-    notify(('could not open the diff for %s: %s'):format(display(spec.path), err), 'error')
+    notify(('could not open the diff for %s: %s'):format(view.display(spec.path), err), 'error')
     local diff = diffs[spec.id]
     if diff and not diff.done then
       reject(diff)
@@ -827,12 +571,12 @@ local function orphan(diff, why)
   for kind, buf in pairs({ original = diff.original, proposal = diff.proposal }) do
     local old = diff.names[kind]
     diff.names[kind] = old:gsub('^gemini://%a+', 'gemini://orphaned-' .. kind) -- first: BufFilePost checks it
-    if not rename(buf, diff.names[kind]) then
+    if not view.rename(buf, diff.names[kind]) then
       diff.names[kind] = old
     end
   end
   vim.t[diff.tab].gemini_companion_orphaned = why
-  set_headers(diff)
+  view.set_headers(diff)
 end
 
 --- The host is gone: every open proposal stays, orphaned.
@@ -870,15 +614,15 @@ function M.original_changed(id, original, problem)
   check_stale(diff)
   if original == nil or original == vim.NIL then
     diff.stale = ('the file cannot be read any more (%s)'):format(problem or '?')
-    set_headers(diff)
-    notify(('%s changed on disk and cannot be shown: %s'):format(display(diff.path), problem or '?'), 'warn')
+    view.set_headers(diff)
+    notify(('%s changed on disk and cannot be shown: %s'):format(view.display(diff.path), problem or '?'), 'warn')
     return
   end
-  diff.current = split(original)
+  diff.current = view.split(original)
   diff.is_new = original.is_new
-  set_text(diff.original, diff.current)
-  set_headers(diff)
-  notify(('%s changed on disk: the diff now shows its new content'):format(display(diff.path)), 'warn')
+  view.set_text(diff.original, diff.current)
+  view.set_headers(diff)
+  notify(('%s changed on disk: the diff now shows its new content'):format(view.display(diff.path)), 'warn')
 end
 
 --- The open diff for `path`, if any.
@@ -1013,7 +757,7 @@ end
 ---@param lead string
 ---@return string[]
 function M.complete(lead)
-  local names = vim.tbl_map(display, M.files())
+  local names = vim.tbl_map(view.display, M.files())
   return vim.tbl_filter(function(name)
     return vim.startswith(name, lead)
   end, names)

@@ -30,7 +30,7 @@ def test_every_terminal_env_key_is_set_or_unset_together():
     assert set(contract.terminal_env(None).values()) == {False}
     assert len(set(contract.ENV_KEYS)) == len(contract.ENV_KEYS)
     # Lua has no copy: health.lua and state.lua take the keys from each snapshot.
-    for path in LUA.glob("*.lua"):
+    for path in LUA.rglob("*.lua"):
         assert "GEMINI_CLI_IDE_SERVER_PORT'" not in path.read_text().replace("vim.env.GEMINI_CLI_IDE_SERVER_PORT", "")
 
 
@@ -46,12 +46,12 @@ def test_subcommands_come_from_one_table_and_all_are_documented():
 
 
 def test_the_message_prefix_is_written_once():
-    hits = [p.name for p in LUA.glob("*.lua") if "'gemini-companion: " in p.read_text()]
+    hits = [p.name for p in LUA.rglob("*.lua") if "'gemini-companion: " in p.read_text()]
     assert hits == ["message.lua"]
 
 
 def test_the_install_fix_is_written_once():
-    hits = [p.name for p in LUA.glob("*.lua") if ":GeminiCompanion install (or" in p.read_text()]
+    hits = [p.name for p in LUA.rglob("*.lua") if ":GeminiCompanion install (or" in p.read_text()]
     assert hits == ["host.lua"]
     python = ROOT / "rplugin" / "python3" / "gemini_companion"
     assert not [p.name for p in python.glob("*.py") if "make install" in p.read_text()]

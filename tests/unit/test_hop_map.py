@@ -19,7 +19,7 @@ def documented() -> set[tuple[str, str]]:
 
 def in_code() -> set[tuple[str, str]]:
     hops = set()
-    for path in LUA.glob("*.lua"):
+    for path in LUA.rglob("*.lua"):
         for name in re.findall(r"host\.(?:notify|request)\('(\w+)'", path.read_text()):
             hops.add(("Lua → Python", name))
     for path in PYTHON.glob("*.py"):

@@ -14,6 +14,7 @@ through `McpServer`'s thread-safe methods.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -37,6 +38,7 @@ KEEPALIVE_SECONDS = 20.0  # the client gives up after ~300 s of silence on its s
 # A client whose stream stays closed this long is gone (its process died: clients never
 # send DELETE). A live client reopens a dropped stream within a few seconds.
 STREAM_GRACE_SECONDS = 10.0
+FLUSH_SECONDS = 1.0  # at exit, for what is queued for clients
 STREAM_QUEUE = 1000  # messages waiting for a client that does not read; more are dropped
 
 
@@ -101,10 +103,18 @@ class McpServer:
     # --- thread-safe surface -------------------------------------------------
 
     def request_exit(self) -> None:
+        """Stop serving. Waits (briefly) until what is queued for clients has been written:
+        an answer given just before Neovim exits (`:wqa`) must still reach the CLI."""
         self._exit_requested = True
         loop = self._loop
-        if loop is not None and loop.is_running():
-            loop.call_soon_threadsafe(self._request_exit)
+        if loop is None or not loop.is_running():
+            return
+        flushed = asyncio.run_coroutine_threadsafe(self._close_streams(), loop)
+        try:
+            flushed.result(FLUSH_SECONDS)
+        except Exception:  # noqa: BLE001 - a client that does not read is not waited for longer
+            flushed.cancel()
+        loop.call_soon_threadsafe(self._request_exit)
 
     def notify_all(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification to every connected client (fire and forget)."""
@@ -175,10 +185,16 @@ class McpServer:
             for chore in chores:
                 chore.cancel()
 
-    def _request_exit(self) -> None:
+    async def _close_streams(self) -> None:
+        """End every stream after what is queued on it; return once all are written out."""
         for session in self._sessions.values():
             if session.stream is not None:
-                session.stream.put_nowait(None)  # ends the stream, so shutdown need not wait for it
+                with contextlib.suppress(asyncio.QueueFull):
+                    session.stream.put_nowait(None)
+        while any(session.stream is not None for session in self._sessions.values()):
+            await asyncio.sleep(0.005)
+
+    def _request_exit(self) -> None:
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
 

@@ -1,0 +1,185 @@
+--- A review's rendering: its two buffers, the tab and windows, winbars and highlighting.
+--- Buffers are named and filled through the API only: nothing in a path is parsed as Ex.
+local config = require('gemini_companion.config')
+
+local M = {}
+
+---@param path string
+---@return string
+function M.display(path)
+  return vim.fn.fnamemodify(path, ':~:.')
+end
+
+--- Loaded buffers of the user's that show `path`.
+---@param path string
+---@return integer[]
+function M.file_buffers(path)
+  local real = vim.uv.fs_realpath(path) or path
+  local found = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if vim.api.nvim_buf_is_loaded(buf) and name ~= '' and (name == path or vim.uv.fs_realpath(name) == real) then
+      table.insert(found, buf)
+    end
+  end
+  return found
+end
+
+---@param path string
+---@return integer?
+function M.modified_buffer(path)
+  for _, buf in ipairs(M.file_buffers(path)) do
+    if vim.bo[buf].modified then
+      return buf
+    end
+  end
+end
+
+--- A winbar is a statusline format: '%' in a path must not be read as an item.
+---@param text string
+---@return string
+function M.bar(text)
+  return (text:gsub('%%', '%%%%'))
+end
+
+---@param text gemini_companion.Text
+---@return string[]
+function M.split(text)
+  return vim.split(text.text, text.eol, { plain = true })
+end
+
+--- Replace a buffer's text without making it an undoable change.
+---@param buf integer
+---@param lines string[]
+function M.set_text(buf, lines)
+  local modifiable = vim.bo[buf].modifiable
+  vim.bo[buf].modifiable = true
+  vim.bo[buf].undolevels = -1
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines) -- one batched call, whatever the size
+  vim.bo[buf].undolevels = -123456 -- back to the global value
+  vim.bo[buf].modifiable = modifiable
+end
+
+---@param name string
+---@return integer
+function M.new_buffer(name)
+  local buf = vim.api.nvim_create_buf(false, false)
+  if not pcall(vim.api.nvim_buf_set_name, buf, name) then
+    vim.api.nvim_buf_set_name(buf, ('%s (%d)'):format(name, buf))
+  end
+  vim.bo[buf].swapfile = false
+  -- 'hide' rather than 'wipe': `:q` on a proposal then hides it instead of failing with
+  -- E37; we wipe both buffers ourselves when the diff is over.
+  vim.bo[buf].bufhidden = 'hide'
+  return buf
+end
+
+--- The winbars: what the user can do, and every warning that holds (never a transient message only).
+---@param diff gemini_companion.Diff
+function M.set_headers(diff)
+  local name = M.display(diff.path)
+  local warnings = {}
+  if diff.orphaned then
+    table.insert(
+      warnings,
+      ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(diff.orphaned)
+    )
+  end
+  if diff.stale then
+    table.insert(warnings, ('⚠ %s · :GeminiAccept! accepts anyway'):format(diff.stale))
+  end
+  local buf = M.modified_buffer(diff.path)
+  if buf then
+    table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
+  end
+  local header = diff.orphaned and 'Orphaned proposal: %s'
+    or 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
+  header = header:format(name)
+  if #warnings > 0 then
+    header = header .. '  ' .. table.concat(warnings, '  ')
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(diff.proposal)) do
+    vim.wo[win].winbar = M.bar(header)
+  end
+  local original = diff.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
+  for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
+    vim.wo[win].winbar = M.bar(original:format(name))
+  end
+end
+
+--- Wipe buffers other than `keep` named `name` (renaming leaves the old name behind as an
+--- alternate buffer).
+---@param name string
+---@param keep integer
+function M.wipe_named(name, keep)
+  for _, other in ipairs(vim.api.nvim_list_bufs()) do
+    if other ~= keep and vim.api.nvim_buf_get_name(other) == name then
+      pcall(vim.api.nvim_buf_delete, other, { force = true })
+    end
+  end
+end
+
+---@param buf integer
+---@param name string
+---@return boolean
+function M.rename(buf, name)
+  local old = vim.api.nvim_buf_get_name(buf)
+  M.wipe_named(name, buf)
+  local ok = pcall(vim.api.nvim_buf_set_name, buf, name)
+  M.wipe_named(old, buf)
+  return ok
+end
+
+--- Open the tab: the original on the left, the proposal on the right, in diff mode.
+---@param diff gemini_companion.Diff
+---@param enter boolean
+function M.show(diff, enter)
+  local options = config.options.diff
+  local from = vim.api.nvim_get_current_win()
+  -- Buffer numbers only: no path ever goes through an Ex command line.
+  vim.cmd('tab sbuffer ' .. diff.original)
+  diff.tab = vim.api.nvim_get_current_tabpage()
+  local original_win = vim.api.nvim_get_current_win()
+  -- Not `:sbuffer`: 'switchbuf' could turn that into yet another tab.
+  local side = options.layout == 'vertical' and 'right' or 'below'
+  local proposal_win = vim.api.nvim_open_win(diff.proposal, true, { split = side, win = original_win })
+  for _, win in ipairs({ original_win, proposal_win }) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('diffthis')
+    end)
+  end
+  M.set_headers(diff)
+  if not enter and vim.api.nvim_win_is_valid(from) then
+    vim.api.nvim_set_current_win(from)
+  end
+  return proposal_win
+end
+
+--- The file's filetype, from its buffer when it has one (no detection). The proposal gets the
+--- whole filetype (ftplugin, indent: the user may edit it); the read-only left side the name
+--- (for statuslines) without FileType autocommands, and only its highlighting, which costs a
+--- third as much: the treesitter language when the user's FileType autocommands started
+--- treesitter on the proposal, else the syntax.
+---@param diff gemini_companion.Diff
+function M.highlight(diff)
+  local loaded = M.file_buffers(diff.path)[1]
+  local filetype = loaded and vim.bo[loaded].filetype or ''
+  if filetype == '' then
+    filetype = vim.filetype.match({ filename = diff.path, buf = diff.proposal }) or ''
+  end
+  if filetype == '' then
+    return
+  end
+  vim.bo[diff.proposal].filetype = filetype
+  local eventignore = vim.o.eventignore
+  vim.o.eventignore = 'FileType'
+  vim.bo[diff.original].filetype = filetype
+  vim.o.eventignore = eventignore
+  local lang = vim.treesitter.language.get_lang(filetype)
+  if lang and vim.treesitter.highlighter.active[diff.proposal] and pcall(vim.treesitter.start, diff.original, lang) then
+    return
+  end
+  vim.bo[diff.original].syntax = filetype
+end
+
+return M
