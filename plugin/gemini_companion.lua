@@ -42,6 +42,31 @@ for name, verb in pairs({ GeminiAccept = 'accept', GeminiReject = 'reject' }) do
   })
 end
 
+local function agents()
+  return require('gemini_companion.agents')
+end
+
+vim.api.nvim_create_user_command('Gemini', function(opts)
+  agents().toggle(opts.fargs[1], vim.list_slice(opts.fargs, 2))
+end, {
+  nargs = '*',
+  desc = 'gemini-companion: toggle an agent ([agent] [args for its start])',
+  complete = function(lead, line)
+    if #vim.split(line, '%s+', { trimempty = true }) > (lead == '' and 1 or 2) then
+      return {}
+    end
+    return vim.tbl_filter(function(name)
+      return vim.startswith(name, lead)
+    end, agents().names())
+  end,
+})
+vim.api.nvim_create_user_command('GeminiSend', function(opts)
+  agents().send_command(opts)
+end, { nargs = '*', range = true, bang = true, desc = 'gemini-companion: send the selection to an agent' })
+vim.api.nvim_create_user_command('GeminiAdd', function(opts)
+  agents().add_command(opts)
+end, { nargs = '*', complete = 'file', desc = 'gemini-companion: add @file references to the prompt' })
+
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 if vim.v.vim_did_enter == 1 then
   vim.schedule(function()

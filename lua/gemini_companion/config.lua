@@ -4,6 +4,27 @@
 ---@field diff gemini_companion.DiffConfig How proposed edits are shown.
 ---@field context gemini_companion.ContextConfig What the agent sees of your editor.
 
+---@field agents table<string, gemini_companion.AgentSpec> The agents `:Gemini {name}` runs.
+---@field default_agent string The agent `:Gemini` runs without a name.
+---@field terminal gemini_companion.TerminalConfig Where agents run.
+
+---@class gemini_companion.AgentSpec
+---@field cmd string[] The command line (no shell).
+---@field env? table<string, string> Added to the agent's environment.
+---@field window? gemini_companion.WindowConfig This agent's window, over `terminal.window`.
+
+---@class gemini_companion.WindowConfig
+---@field position 'right'|'left'|'bottom'|'top'|'float'|'tab'
+---@field size number Columns or lines of a split; below 1: a fraction of the screen.
+---@field width number A float's width (below 1: fraction of the screen).
+---@field height number A float's height (below 1: fraction of the screen).
+---@field border string|string[] A float's border (see nvim_open_win()).
+
+---@class gemini_companion.TerminalConfig
+---@field window gemini_companion.WindowConfig
+---@field close_on_exit boolean Close an agent's window when its process exits.
+---@field back string|false Terminal-mode key, in an agent's window, back to the last editor window.
+
 ---@class gemini_companion.DiffConfig
 ---@field layout 'vertical'|'horizontal' Original and proposal side by side, or one above the other.
 ---@field focus boolean Switch to a diff's tab when it opens (false: open it in the background and say so).
@@ -37,6 +58,16 @@ M.defaults = {
     max_files = 10,
     max_selection_bytes = 16384,
   },
+  agents = {
+    gemini = { cmd = { 'gemini' } },
+    qwen = { cmd = { 'qwen' } },
+  },
+  default_agent = 'gemini',
+  terminal = {
+    window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
+    close_on_exit = true,
+    back = '<C-\\><C-w>',
+  },
 }
 
 ---@type gemini_companion.Config
@@ -67,6 +98,21 @@ local function no_unknown_keys(name, given, known)
     if known[key] == nil then
       error(message.prefixed(('unknown option %s%s'):format(name, key)), 0)
     end
+  end
+end
+
+local POSITIONS = { right = true, left = true, bottom = true, top = true, float = true, tab = true }
+
+---@param name string
+---@param window table
+local function check_window(name, window)
+  no_unknown_keys(name .. '.', window, M.defaults.terminal.window)
+  if window.position ~= nil then
+    check(name .. '.position', window.position, 'right, left, bottom, top, float or tab', POSITIONS[window.position])
+  end
+  for _, key in ipairs({ 'size', 'width', 'height' }) do
+    local value = window[key]
+    check(name .. '.' .. key, value, 'a number > 0', value == nil or (type(value) == 'number' and value > 0))
   end
 end
 
@@ -106,6 +152,31 @@ function M.set(opts)
   check('context.filter', context.filter, 'a function', context.filter == nil or type(context.filter) == 'function')
   local trusted = context.is_trusted
   check('context.is_trusted', trusted, 'a boolean', trusted == nil or type(trusted) == 'boolean')
+  check('agents', merged.agents, 'a table', type(merged.agents) == 'table')
+  for name, agent in pairs(merged.agents) do
+    local key = 'agents.' .. tostring(name)
+    check(key, agent, 'a table', type(name) == 'string' and name:match('^[%w_.-]+$') ~= nil and type(agent) == 'table')
+    no_unknown_keys(key .. '.', agent, { cmd = true, env = true, window = true })
+    local cmd = agent.cmd
+    check(
+      key .. '.cmd',
+      cmd,
+      'a non-empty list of strings',
+      vim.islist(cmd) and #cmd > 0 and vim.iter(cmd):all(function(arg)
+        return type(arg) == 'string'
+      end)
+    )
+    check(key .. '.env', agent.env, 'a table of strings', agent.env == nil or type(agent.env) == 'table')
+    check(key .. '.window', agent.window, 'a table', agent.window == nil or type(agent.window) == 'table')
+    check_window(key .. '.window', agent.window or {})
+  end
+  check('default_agent', merged.default_agent, 'the name of an agent', merged.agents[merged.default_agent] ~= nil)
+  local terminal = merged.terminal
+  check('terminal', terminal, 'a table', type(terminal) == 'table')
+  no_unknown_keys('terminal.', terminal, M.defaults.terminal)
+  check_window('terminal.window', terminal.window)
+  check('terminal.close_on_exit', terminal.close_on_exit, 'a boolean', type(terminal.close_on_exit) == 'boolean')
+  check('terminal.back', terminal.back, 'a key or false', terminal.back == false or type(terminal.back) == 'string')
   M.options = merged
 end
 

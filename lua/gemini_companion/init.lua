@@ -42,8 +42,11 @@ end
 ---@param quiet? boolean
 function M.start(quiet)
   local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() }, quiet)
-  if not err and config.options.context.enabled then
-    require('gemini_companion.context').attach()
+  if not err then
+    require('gemini_companion.qwen_defaults').ensure()
+    if config.options.context.enabled then
+      require('gemini_companion.context').attach()
+    end
   end
 end
 
@@ -51,6 +54,9 @@ end
 function M.stop()
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
+  end
+  if package.loaded['gemini_companion.qwen_defaults'] then
+    require('gemini_companion.qwen_defaults').remove()
   end
   if host.alive() then
     state.update(host.request('stop'))
@@ -72,7 +78,10 @@ end
 --- discovery_files, clients, diffs, python. Costs no RPC; safe in a statusline.
 ---@return gemini_companion.Status
 function M.status()
-  return vim.deepcopy(state.current)
+  local status = vim.deepcopy(state.current)
+  local agents = package.loaded['gemini_companion.agents'] -- none ran otherwise
+  status.agents = agents and agents.list() or {}
+  return status
 end
 
 --- Human-readable status lines.

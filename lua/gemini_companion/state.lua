@@ -15,6 +15,7 @@ local M = {}
 ---@field python string?
 ---@field clients {name: string, version: string, session: string, stream: boolean}[]
 ---@field diffs {id: integer, file: string, session: string}[]
+---@field agents {name: string, pid: integer, visible: boolean}[] Lua's own: the running agents.
 
 ---@type gemini_companion.Status
 M.current = { running = false, state = 'stopped', workspace = {}, discovery_files = {}, clients = {}, diffs = {} }

@@ -1,0 +1,81 @@
+--- Qwen Code's per-session system-defaults file: IDE mode on, nudge seen, for every Qwen this
+--- Neovim starts (managed agents and plain :terminal alike), without touching the user's
+--- settings. Qwen reads the file named by QWEN_CODE_SYSTEM_DEFAULTS_PATH at the lowest
+--- precedence, so a user's own `ide.enabled: false` still wins. Ours replaces the file Qwen
+--- would otherwise read, so that file's settings are merged in. Gemini CLI reads no such file
+--- a normal user can write (see `:h gemini-companion-agents`).
+local M = {}
+
+local VAR = 'QWEN_CODE_SYSTEM_DEFAULTS_PATH'
+local OURS = { ide = { enabled = true, hasSeenNudge = true } }
+local VERSION = 4 -- Qwen rewrites a file without "$version" (client-facts.md)
+
+--- The file this Neovim wrote (nil: none).
+---@type string?
+M.path = nil
+
+local inherited = vim.env[VAR] -- what Qwen would read without us, as Neovim started
+
+---@return string
+local function system_defaults()
+  if inherited and inherited ~= '' then
+    return inherited
+  end
+  local settings = vim.env.QWEN_CODE_SYSTEM_SETTINGS_PATH
+  if settings and settings ~= '' then
+    return vim.fs.dirname(settings) .. '/system-defaults.json'
+  end
+  return '/etc/qwen-code/system-defaults.json'
+end
+
+---@param path string
+---@return table
+local function read_json(path)
+  local file = io.open(path, 'r')
+  if not file then
+    return {}
+  end
+  local ok, value = pcall(vim.json.decode, file:read('*a'))
+  file:close()
+  return ok and type(value) == 'table' and value or {}
+end
+
+--- Write (atomically, 0600) the merged file and point this Neovim's terminals at it.
+---@return string? path, string? error
+function M.ensure()
+  local merged = vim.tbl_deep_extend('force', read_json(system_defaults()), OURS)
+  merged['$version'] = merged['$version'] or VERSION
+  local dir = vim.fn.stdpath('run') .. '/gemini-companion'
+  vim.fn.mkdir(dir, 'p', tonumber('700', 8))
+  local path = ('%s/qwen-system-defaults-%d.json'):format(dir, vim.fn.getpid())
+  local tmp = ('%s.%d.tmp'):format(path, vim.uv.hrtime())
+  local fd, err = vim.uv.fs_open(tmp, 'wx', tonumber('600', 8))
+  if not fd then
+    return nil, err
+  end
+  local ok, werr = vim.uv.fs_write(fd, vim.json.encode(merged))
+  vim.uv.fs_close(fd)
+  if not ok then
+    vim.uv.fs_unlink(tmp)
+    return nil, werr
+  end
+  local renamed, rerr = vim.uv.fs_rename(tmp, path)
+  if not renamed then
+    vim.uv.fs_unlink(tmp)
+    return nil, rerr
+  end
+  M.path = path
+  vim.env[VAR] = path
+  return path
+end
+
+--- Remove the file; terminals opened from now on see what Neovim started with.
+function M.remove()
+  if M.path then
+    vim.uv.fs_unlink(M.path)
+    M.path = nil
+  end
+  vim.env[VAR] = inherited
+end
+
+return M

@@ -1,0 +1,206 @@
+"""Agents in Neovim terminals: :Gemini toggling and window presets, :GeminiSend, :GeminiAdd, lifecycle,
+and the environment an agent starts with. The agent is tests/fake_agent.py, which records the bytes
+it is sent; the real CLIs are driven in test_e2e_agents.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from conftest import TESTS, Editor, Sandbox, wait_for
+
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+
+
+def fake_agents(log: Path, **window: Any) -> dict[str, Any]:
+    agent = {"cmd": [sys.executable, str(TESTS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(log)}}
+    setup: dict[str, Any] = {"agents": {"fake": agent}, "default_agent": "fake"}
+    if window:
+        setup["terminal"] = {"window": window}
+    return setup
+
+
+@pytest.fixture
+def log(sandbox: Sandbox) -> Path:
+    return sandbox.base / "agent.log"
+
+
+@pytest.fixture
+def ed(editor_factory, log) -> Editor:
+    editor = editor_factory(setup=fake_agents(log))
+    editor.wait_state("running")
+    return editor
+
+
+def agent(editor: Editor, name: str = "fake") -> dict[str, Any] | None:
+    found = [a for a in editor.status()["agents"] if a["name"] == name]
+    return found[0] if found else None
+
+
+def started(editor: Editor, log: Path) -> dict[str, Any]:
+    wait_for(lambda: Path(str(log) + ".env").exists(), what="the agent to start")
+    wait_for(lambda: "Type your message" in screen(editor), what="the agent's prompt")
+    return agent(editor) or {}
+
+
+def screen(editor: Editor) -> str:
+    return editor.lua(
+        "local a = require('gemini_companion.agents').get('fake')"
+        " return a and table.concat(vim.api.nvim_buf_get_lines(a.buf, 0, -1, false), '\\n') or ''"
+    )
+
+
+def received(log: Path) -> bytes:
+    return log.read_bytes() if log.exists() else b""
+
+
+def test_gemini_toggles_the_same_process(ed, log):
+    ed.nvim.command("Gemini")
+    first = started(ed, log)
+    layout = ed.lua(
+        "local w = vim.api.nvim_get_current_win() return { buf = vim.bo[vim.api.nvim_win_get_buf(w)].buftype,"
+        " width = vim.api.nvim_win_get_width(w), col = vim.api.nvim_win_get_position(w)[2], mode = vim.fn.mode() }"
+    )
+    assert layout["buf"] == "terminal" and layout["mode"] == "t"
+    assert layout["col"] > 0 and abs(layout["width"] - 0.4 * ed.lua("return vim.o.columns")) <= 2  # right, 40%
+    ed.nvim.command("Gemini")  # focused -> hidden, still running
+    assert agent(ed) == {**first, "visible": False}
+    ed.nvim.command("Gemini")  # hidden -> shown, the same process
+    assert agent(ed) == first
+    ed.nvim.command("wincmd p")  # shown, not focused -> focused
+    ed.nvim.command("Gemini")
+    assert ed.lua("return vim.bo.buftype") == "terminal" and agent(ed) == first
+
+
+@pytest.mark.parametrize(("position", "check"), [("float", "relative"), ("tab", "tabs"), ("bottom", "row")])
+def test_window_presets(editor_factory, log, position, check):
+    editor = editor_factory(setup=fake_agents(log, position=position, size=10))
+    editor.nvim.command("Gemini fake")
+    started(editor, log)
+    win = editor.lua(
+        "local w = vim.api.nvim_get_current_win() return { relative = vim.api.nvim_win_get_config(w).relative,"
+        " tabs = #vim.api.nvim_list_tabpages(), row = vim.api.nvim_win_get_position(w)[1],"
+        " height = vim.api.nvim_win_get_height(w) }"
+    )
+    expected = {"relative": win["relative"] == "editor", "tabs": win["tabs"] == 2, "row": win["height"] == 10}
+    assert expected[check] and win["row"] >= 0, win
+    editor.nvim.command("Gemini")  # hide
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1 and not agent(editor)["visible"]
+
+
+def test_send_pastes_a_snippet_and_bang_submits_apart(ed, log, sandbox):
+    source = sandbox.project / "src" / "calc.py"
+    source.parent.mkdir()
+    source.write_text("".join(f"value_{n} = {n}\n" for n in range(1, 21)))
+    ed.nvim.command(f"edit {source}")
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    ed.nvim.command("wincmd p")
+    ed.nvim.command("5,7GeminiSend! explain this")
+    wait_for(lambda: received(log).endswith(b"\r"), what="the submit")
+    data = received(log)
+    paste = data[data.index(PASTE_START) + len(PASTE_START) : data.index(PASTE_END)].decode()
+    assert paste.startswith("src/calc.py (lines 5-7):\n```python\nvalue_5 = 5\nvalue_6 = 6\nvalue_7 = 7\n```\n")
+    assert paste.endswith("explain this")
+    assert data.endswith(PASTE_END + b"\r"), "Enter apart from the paste"
+
+
+def test_send_of_a_block_selection_sends_the_block(ed, log, sandbox):
+    source = sandbox.project / "grid.txt"
+    source.write_text("abcd\nefgh\nijkl\n")
+    ed.nvim.command(f"edit {source}")
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    ed.nvim.command("wincmd p")
+    ed.nvim.input("gg0l\x16jl\x1b")  # columns 2-3 of lines 1-2
+    ed.nvim.command("'<,'>GeminiSend")
+    wait_for(lambda: PASTE_END in received(log), what="the paste")
+    assert "```text\nbc\nfg\n```" in received(log).decode()
+    assert not received(log).endswith(b"\r")  # no bang: not submitted
+
+
+def test_add_escapes_paths_and_defaults_to_the_current_file(ed, log, sandbox):
+    spaced = sandbox.project / "my dir" / "a (1).txt"
+    spaced.parent.mkdir()
+    spaced.write_text("x\n")
+    ed.nvim.command(f"edit {sandbox.project / 'main.lua'}")
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    ed.nvim.command("wincmd p")
+    ed.lua("vim.cmd.GeminiAdd(...)", str(spaced))
+    ed.nvim.command("GeminiAdd")
+    wait_for(lambda: received(log).count(PASTE_END) == 2, what="two pastes")
+    text = received(log).decode()
+    assert "@my\\ dir/a\\ \\(1\\).txt " in text
+    assert "@main.lua " in text
+
+
+def test_agent_env_carries_the_server_and_qwen_defaults(ed, log):
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    env = json.loads(Path(str(log) + ".env").read_text())
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(ed.status()["port"])
+    defaults = Path(env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"])
+    assert json.loads(defaults.read_text())["ide"] == {"enabled": True, "hasSeenNudge": True}
+    assert defaults.stat().st_mode & 0o777 == 0o600
+    assert ed.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") == str(defaults)  # plain :terminal too
+    ed.nvim.command("GeminiCompanion stop")
+    assert not defaults.exists() and ed.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") is None
+
+
+def test_qwen_defaults_keep_the_system_defaults_they_replace(editor_factory, sandbox, log):
+    system = sandbox.base / "system-defaults.json"
+    system.write_text(json.dumps({"$version": 4, "general": {"vimMode": True}, "ide": {"hasSeenNudge": False}}))
+    sandbox.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(system)
+    editor = editor_factory(setup=fake_agents(log))
+    editor.wait_state("running")
+    ours = json.loads(Path(editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())
+    assert ours == {"$version": 4, "general": {"vimMode": True}, "ide": {"enabled": True, "hasSeenNudge": True}}
+    editor.nvim.command("GeminiCompanion stop")
+    assert editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") == str(system)  # back to what Neovim had
+
+
+def test_an_exited_agent_closes_its_window_and_starts_fresh(ed, log):
+    ed.lua(
+        "_G.events = {} vim.api.nvim_create_autocmd('User', { pattern = 'GeminiAgent*',"
+        " callback = function(ev) table.insert(_G.events, ev.match) end })"
+    )
+    ed.nvim.command("Gemini")
+    first = started(ed, log)
+    ed.lua("vim.api.nvim_chan_send(require('gemini_companion.agents').get('fake').job, '\\4')")
+    wait_for(lambda: agent(ed) is None, what="the agent gone")
+    assert ed.lua("return #vim.api.nvim_list_wins()") == 1
+    assert ed.lua("return _G.events") == ["GeminiAgentStarted", "GeminiAgentExited"]
+    Path(str(log) + ".env").unlink()
+    ed.nvim.command("Gemini")
+    assert started(ed, log)["pid"] != first["pid"]
+
+
+def test_no_agent_process_survives_qa_bang(editor_factory, log):
+    editor = editor_factory(setup=fake_agents(log))
+    editor.nvim.command("Gemini")
+    pid = started(editor, log)["pid"]
+    process = psutil.Process(pid)
+    try:
+        editor.nvim.command("qa!")
+    except Exception:  # noqa: BLE001 - Neovim exits under the request
+        pass
+    wait_for(lambda: not process.is_running() or process.status() == psutil.STATUS_ZOMBIE, what="the agent gone")
+
+
+def test_unknown_agent_and_missing_command_say_so(editor_factory, log):
+    setup = fake_agents(log)
+    setup["agents"]["missing"] = {"cmd": ["no-such-cli-" + str(os.getpid())]}
+    editor = editor_factory(setup=setup)
+    errors = [
+        editor.lua("local ok, err = pcall(vim.cmd, ...) return tostring(err)", c)
+        for c in ("Gemini nobody", "Gemini missing")
+    ]
+    assert 'no agent "nobody"' in errors[0] and "is not on PATH" in errors[1], errors
+    assert editor.lua("return #vim.api.nvim_list_wins()") == 1
