@@ -28,30 +28,32 @@ def tmux_available() -> bool:
     return shutil.which("tmux") is not None
 
 
-def gemini_settings(home: Path) -> None:
+def gemini_settings(home: Path, ide_enabled: bool = True) -> None:
     """A Gemini CLI home that talks to the stand-in model and has IDE mode on."""
-    settings = {
+    settings: dict[str, Any] = {
         "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
         "model": {"name": "gemini-2.5-flash"},
-        "ide": {"enabled": True, "hasSeenNudge": True},
     }
+    if ide_enabled:
+        settings["ide"] = {"enabled": True, "hasSeenNudge": True}
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
 
 
-def qwen_settings(home: Path) -> None:
-    settings = {
+def qwen_settings(home: Path, ide_enabled: bool = True) -> None:
+    settings: dict[str, Any] = {
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
         "model": {"name": "fake-model"},
         "tools": {"approvalMode": "default"},
-        "ide": {"enabled": True, "hasSeenNudge": True},
     }
+    if ide_enabled:
+        settings["ide"] = {"enabled": True, "hasSeenNudge": True}
     (home / ".qwen").mkdir(parents=True, exist_ok=True)
     (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
 
@@ -59,12 +61,20 @@ def qwen_settings(home: Path) -> None:
 class Tui:
     """One tmux server (private socket) running one Neovim TUI."""
 
-    def __init__(self, sandbox: Sandbox, model_url: str, files: list[str], name: str = "e2e") -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        model_url: str,
+        files: list[str],
+        name: str = "e2e",
+        ide_enabled: bool = True,  # False: the user's settings say nothing of IDE mode
+        setup: dict[str, Any] | None = None,  # the plugin's setup() options
+    ) -> None:
         self.sandbox = sandbox
         self.socket = sandbox.base / f"tmux-{name}.sock"
         self.nvim_socket = sandbox.base / f"nvim-{name}.sock"
-        gemini_settings(sandbox.home)
-        qwen_settings(sandbox.home)
+        gemini_settings(sandbox.home, ide_enabled)
+        qwen_settings(sandbox.home, ide_enabled)
         # A user's terminal is no CI job: with CI (or CI_*) set, both CLIs' UI framework
         # switches to non-interactive output and never shows its prompt.
         user_env = {k: v for k, v in sandbox.env.items() if k not in ("CI", "CONTINUOUS_INTEGRATION")}
@@ -81,6 +91,8 @@ class Tui:
             OPENAI_MODEL="fake-model",
             QWEN_HOME=str(sandbox.home / ".qwen"),
         )
+        if setup is not None:
+            self.env["GEMINI_COMPANION_SETUP"] = json.dumps(setup)
         argv = [nvim_binary(), "--listen", str(self.nvim_socket), "-u", str(INIT), *files]
         self.tmux("new-session", "-d", "-x", "220", "-y", "50", " ".join(_quote(a) for a in argv))
         wait_for(self.nvim_socket.exists, TIMEOUT, "Neovim socket")
