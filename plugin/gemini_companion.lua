@@ -16,14 +16,16 @@ local function companion()
 end
 
 vim.api.nvim_create_user_command('GeminiCompanion', function(opts)
-  companion().command(opts.fargs[1])
+  companion().command(opts.fargs[1], opts.fargs[2])
 end, {
-  nargs = '?',
-  desc = 'gemini-companion: start|stop|restart|status|install',
-  complete = function(lead)
+  nargs = '*',
+  desc = 'gemini-companion: start|stop|restart|status|install|enable-cli|disable-cli',
+  complete = function(lead, line)
+    local words = vim.split(line, '%s+', { trimempty = true })
+    local candidates = #words > (lead == '' and 1 or 2) and { 'gemini', 'qwen' } or companion().subcommand_names()
     return vim.tbl_filter(function(name)
       return vim.startswith(name, lead)
-    end, companion().subcommand_names())
+    end, candidates)
   end,
 })
 vim.api.nvim_create_user_command('GeminiCompanionStatus', function()

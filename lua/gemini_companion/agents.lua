@@ -139,6 +139,8 @@ local function start(name, args)
   if vim.fn.executable(cmd[1]) == 0 then
     return nil, ('%s: %s is not on PATH'):format(name, cmd[1])
   end
+  local cli_settings = require('gemini_companion.cli_settings')
+  cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'hide'
   show(name, buf)

@@ -7,6 +7,7 @@
 ---@field agents table<string, gemini_companion.AgentSpec> The agents `:Gemini {name}` runs.
 ---@field default_agent string The agent `:Gemini` runs without a name.
 ---@field terminal gemini_companion.TerminalConfig Where agents run.
+---@field cli_settings 'ask'|'auto'|'never' Turning IDE mode on in Gemini CLI's user settings before `:Gemini` starts it.
 
 ---@class gemini_companion.AgentSpec
 ---@field cmd string[] The command line (no shell).
@@ -63,6 +64,7 @@ M.defaults = {
     qwen = { cmd = { 'qwen' } },
   },
   default_agent = 'gemini',
+  cli_settings = 'ask',
   terminal = {
     window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
     close_on_exit = true,
@@ -171,6 +173,8 @@ function M.set(opts)
     check_window(key .. '.window', agent.window or {})
   end
   check('default_agent', merged.default_agent, 'the name of an agent', merged.agents[merged.default_agent] ~= nil)
+  local mode = merged.cli_settings
+  check('cli_settings', mode, "'ask', 'auto' or 'never'", mode == 'ask' or mode == 'auto' or mode == 'never')
   local terminal = merged.terminal
   check('terminal', terminal, 'a table', type(terminal) == 'table')
   no_unknown_keys('terminal.', terminal, M.defaults.terminal)

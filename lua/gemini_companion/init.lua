@@ -129,6 +129,12 @@ M.subcommands = {
   status = function()
     vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
   end,
+  ['enable-cli'] = function(cli)
+    require('gemini_companion.cli_settings').command('enable', cli)
+  end,
+  ['disable-cli'] = function(cli)
+    require('gemini_companion.cli_settings').command('disable', cli)
+  end,
   install = function()
     host.install(function(ok)
       if ok then
@@ -146,13 +152,14 @@ function M.subcommand_names()
 end
 
 ---@param subcommand? string
-function M.command(subcommand)
+---@param arg? string
+function M.command(subcommand, arg)
   local run = M.subcommands[subcommand or 'status']
   if not run then
     local known = table.concat(M.subcommand_names(), ', ')
     return require('gemini_companion.message').notify(('unknown subcommand %q (%s)'):format(subcommand, known), 'error')
   end
-  run()
+  run(arg)
 end
 
 return M

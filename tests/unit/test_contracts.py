@@ -38,9 +38,9 @@ def test_every_terminal_env_key_is_set_or_unset_together():
 def test_subcommands_come_from_one_table_and_all_are_documented():
     init = (LUA / "init.lua").read_text()
     table = init[init.index("M.subcommands = {") : init.index("\n}\n", init.index("M.subcommands = {"))]
-    names = set(re.findall(r"^  (\w+) = ", table, re.M))
+    names = {a or b for a, b in re.findall(r"^  (?:\['([\w-]+)'\]|(\w+)) = ", table, re.M)}
     assert names >= {"start", "stop", "restart", "status", "install"}
-    signature = re.search(r"^:GeminiCompanion \[([\w|]+)\]", DOC, re.M)
+    signature = re.search(r"^:GeminiCompanion \[([\w|-]+)\]", DOC, re.M)
     assert signature and set(signature[1].split("|")) == names
     plugin = (ROOT / "plugin" / "gemini_companion.lua").read_text()
     assert "subcommand_names()" in plugin and "'restart'" not in plugin  # completion reads the table

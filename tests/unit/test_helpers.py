@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,3 +135,23 @@ def test_json_rpc_errors_are_answered_and_the_session_survives():
     assert app.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}, **{"content-type": "text/plain"})[0] == 415
     app.session = "f" * 32
     assert app.post({"jsonrpc": "2.0", "id": 6, "method": "ping"})[0] == 404
+
+
+def test_settings_edit_keeps_order_layout_and_mode_and_undoes_exactly(tmp_path):
+    script = Path(diff.__file__).with_name("settings_edit.py")
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    original = {"zeta": {}, "ide": {"hasSeenNudge": False}, "alpha": None, "list": []}
+    settings.write_text(json.dumps(original, indent=2) + "\n")
+    settings.chmod(0o640)
+
+    def run(verb: str) -> dict[str, Any]:
+        argv = [sys.executable, str(script), verb, str(settings), str(journal), "ide.enabled", "ide.hasSeenNudge"]
+        return json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+
+    assert run("enable")["changes"] == ["ide.enabled: (absent) -> true", "ide.hasSeenNudge: false -> true"]
+    after = json.loads(settings.read_text())
+    assert list(after) == ["zeta", "ide", "alpha", "list"] and after["ide"] == {"hasSeenNudge": True, "enabled": True}
+    assert settings.stat().st_mode & 0o777 == 0o640 and journal.stat().st_mode & 0o777 == 0o600
+    assert run("enable")["changes"] == []
+    run("disable")
+    assert settings.read_text() == json.dumps(original, indent=2) + "\n"
