@@ -5,6 +5,7 @@
 --- written is remembered in Neovim's state directory. Gemini CLI has no other way for a normal
 --- user (it ignores a system-defaults file it does not find root-owned); Qwen gets IDE mode per
 --- session anyway (qwen_defaults.lua), so its user file only matters for a Qwen started outside.
+local json_file = require('gemini_companion.json_file')
 local message = require('gemini_companion.message')
 
 local M = {}
@@ -36,38 +37,6 @@ local function declined_path(cli)
   return vim.fn.stdpath('state') .. '/gemini-companion/declined-' .. cli
 end
 
----@param path string
----@return table? value, string? error
-local function read_json(path)
-  local file = io.open(path, 'r')
-  if not file then
-    return {}
-  end
-  local text = file:read('*a')
-  file:close()
-  if vim.trim(text) == '' then
-    return {}
-  end
-  local ok, value = pcall(vim.json.decode, text, { luanil = { object = true, array = true } })
-  if not ok or type(value) ~= 'table' then
-    return nil, ('%s is not plain JSON (comments?): nothing was changed'):format(path)
-  end
-  return value
-end
-
----@param tbl table
----@param keys string[]
-local function get(tbl, keys)
-  local node = tbl
-  for _, key in ipairs(keys) do
-    if type(node) ~= 'table' then
-      return nil
-    end
-    node = node[key]
-  end
-  return node
-end
-
 --- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
 ---@param verb 'enable'|'disable'
 ---@param cli 'gemini'|'qwen'
@@ -94,20 +63,16 @@ local function edit(verb, cli)
   return out.changes
 end
 
---- Whether the CLI's user settings turn IDE mode on already.
+--- `ide.enabled` in the CLI's user settings: true, false (the user turned it off: `/ide
+--- disable` writes that), or nil (not set, or the file cannot be read).
 ---@param cli 'gemini'|'qwen'
----@return boolean
-function M.enabled(cli)
-  local settings = read_json(M.path(cli))
-  return settings ~= nil and get(settings, { 'ide', 'enabled' }) == true
-end
-
---- The user turned IDE mode off themselves (`/ide disable` writes this).
----@param cli 'gemini'|'qwen'
----@return boolean
-function M.disabled_by_user(cli)
-  local settings = read_json(M.path(cli))
-  return settings ~= nil and get(settings, { 'ide', 'enabled' }) == false
+---@return boolean?
+function M.ide_enabled(cli)
+  local settings = json_file.read(M.path(cli))
+  local ide = settings and settings.ide
+  if type(ide) == 'table' and type(ide.enabled) == 'boolean' then
+    return ide.enabled
+  end
 end
 
 --- Turn IDE mode on in the CLI's user settings; returns what changed (one line each).
@@ -153,11 +118,15 @@ end
 ---@param cli 'gemini'|'qwen'|nil
 ---@param mode 'ask'|'auto'|'never'
 function M.before_start(cli, mode)
-  if cli ~= 'gemini' or mode == 'never' or M.enabled(cli) then
+  if cli ~= 'gemini' or mode == 'never' then
     return -- Qwen: IDE mode comes with the session's defaults file
   end
+  local now = M.ide_enabled(cli)
+  if now == true then
+    return
+  end
   local path = M.path(cli)
-  if M.disabled_by_user(cli) then
+  if now == false then
     return message.notify(
       ('IDE mode is off in %s (ide.enabled: false): /ide enable in the CLI, or :GeminiCompanion enable-cli'):format(
         path
@@ -191,7 +160,7 @@ function M.command(verb, cli)
     end
     if
       verb == 'enable'
-      and M.disabled_by_user(name)
+      and M.ide_enabled(name) == false
       and vim.fn.confirm(('%s: you turned IDE mode off. Turn it on?'):format(M.path(name)), '&Yes\n&No', 2) ~= 1
     then
       message.notify(('%s: left as it is (ide.enabled: false)'):format(M.path(name)))

@@ -4,6 +4,8 @@
 --- precedence, so a user's own `ide.enabled: false` still wins. Ours replaces the file Qwen
 --- would otherwise read, so that file's settings are merged in. Gemini CLI reads no such file
 --- a normal user can write (see `:h gemini-companion-agents`).
+local json_file = require('gemini_companion.json_file')
+
 local M = {}
 
 local VAR = 'QWEN_CODE_SYSTEM_DEFAULTS_PATH'
@@ -28,22 +30,10 @@ local function system_defaults()
   return '/etc/qwen-code/system-defaults.json'
 end
 
----@param path string
----@return table
-local function read_json(path)
-  local file = io.open(path, 'r')
-  if not file then
-    return {}
-  end
-  local ok, value = pcall(vim.json.decode, file:read('*a'))
-  file:close()
-  return ok and type(value) == 'table' and value or {}
-end
-
 --- Write (atomically, 0600) the merged file and point this Neovim's terminals at it.
 ---@return string? path, string? error
 function M.ensure()
-  local merged = vim.tbl_deep_extend('force', read_json(system_defaults()), OURS)
+  local merged = vim.tbl_deep_extend('force', json_file.read(system_defaults()) or {}, OURS)
   merged['$version'] = merged['$version'] or VERSION
   local dir = vim.fn.stdpath('run') .. '/gemini-companion'
   vim.fn.mkdir(dir, 'p', tonumber('700', 8))

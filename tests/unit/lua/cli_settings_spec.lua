@@ -26,7 +26,7 @@ return {
     local after = read(path)
     assert(after.model.name == 'x' and after.ide.enabled == true and after.ide.hasSeenNudge == true)
     assert(vim.uv.fs_stat(path).mode % 4096 == tonumber('640', 8))
-    assert(cli_settings.enabled('gemini'))
+    assert(cli_settings.ide_enabled('gemini') == true)
   end,
   disable_takes_back_exactly_what_was_written = function()
     local path = fresh('{"model": {"name": "x"}, "ide": {"hasSeenNudge": false}}')
@@ -53,8 +53,8 @@ return {
   end,
   the_users_own_false_is_seen = function()
     fresh('{"ide": {"enabled": false}}')
-    assert(cli_settings.disabled_by_user('gemini'))
+    assert(cli_settings.ide_enabled('gemini') == false)
     cli_settings.before_start('gemini', 'auto') -- never overwritten without asking
-    assert(cli_settings.disabled_by_user('gemini'))
+    assert(cli_settings.ide_enabled('gemini') == false)
   end,
 }

@@ -1,0 +1,25 @@
+--- Reading a JSON settings file: one reader for every module that needs one.
+local M = {}
+
+--- The object in `path`; {} when the file is missing or blank; nil and why when it is not a
+--- JSON object (a file with comments, say).
+---@param path string
+---@return table? value, string? error
+function M.read(path)
+  local file = io.open(path, 'r')
+  if not file then
+    return {}
+  end
+  local text = file:read('*a')
+  file:close()
+  if vim.trim(text) == '' then
+    return {}
+  end
+  local ok, value = pcall(vim.json.decode, text)
+  if not ok or type(value) ~= 'table' then
+    return nil, ('%s is not plain JSON (comments?): nothing was changed'):format(path)
+  end
+  return value
+end
+
+return M
