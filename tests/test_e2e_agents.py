@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Sandbox, wait_for
-from e2e.fake_model import FakeModel, Turn
+from e2e.fake_model import FakeModel, Turn, qwen_edit
 from e2e.tui import E2E_TIMEOUT, NODE22, QWEN_CLI, READY, Tui, tmux_available
 
 pytestmark = [
@@ -23,14 +23,7 @@ pytestmark = [
 def qwen(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
     target = sandbox.project / "notes.txt"
     target.write_text("alpha\nbeta\n")
-    model = FakeModel(
-        [
-            Turn(call="read_file", args={"file_path": str(target)}),
-            Turn(call="edit", args={"file_path": str(target), "old_string": "beta", "new_string": "gamma"}),
-            Turn(text="Edited."),
-            Turn(text="Explained."),
-        ]
-    )
+    model = FakeModel([*qwen_edit(target), Turn(text="Explained.")])
     setup = {"agents": {"qwen": {"cmd": [str(NODE22), str(QWEN_CLI)]}}, "default_agent": "qwen"}
     tui = Tui(sandbox, model.url, [str(target)], ide_enabled=False, setup=setup)
     try:

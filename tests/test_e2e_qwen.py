@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Sandbox, wait_for
-from e2e.fake_model import FakeModel, Turn
+from e2e.fake_model import FakeModel, qwen_edit
 from e2e.tui import E2E_TIMEOUT, NODE22, QWEN_CLI, Tui, launch, tmux_available
 
 pytestmark = [
@@ -25,13 +25,7 @@ pytestmark = [
 def session(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
     target = sandbox.project / "notes.txt"
     target.write_text("alpha\nbeta\n")
-    model = FakeModel(
-        [
-            Turn(call="read_file", args={"file_path": str(target)}),
-            Turn(call="edit", args={"file_path": str(target), "old_string": "beta", "new_string": "gamma"}),
-            Turn(text="Edited."),
-        ]
-    )
+    model = FakeModel(qwen_edit(target))
     try:
         tui = launch(sandbox, model.url, [str(target)], f"{NODE22} {QWEN_CLI}")
         yield tui, model, target

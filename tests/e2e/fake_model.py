@@ -13,6 +13,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -135,3 +136,12 @@ class FakeModel:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def qwen_edit(target: Path) -> list[Turn]:
+    """Qwen's edit of notes.txt (beta -> gamma): it reads a file before it edits it."""
+    return [
+        Turn(call="read_file", args={"file_path": str(target)}),
+        Turn(call="edit", args={"file_path": str(target), "old_string": "beta", "new_string": "gamma"}),
+        Turn(text="Edited."),
+    ]
