@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import TESTS, Editor, Sandbox, wait_for
+from conftest import NODE_DIR, TESTS, Editor, NodeClient, Sandbox, client_env, wait_for
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
@@ -204,3 +205,62 @@ def test_unknown_agent_and_missing_command_say_so(editor_factory, log):
     ]
     assert 'no agent "nobody"' in errors[0] and "is not on PATH" in errors[1], errors
     assert editor.lua("return #vim.api.nvim_list_wins()") == 1
+
+
+def test_each_agent_connects_as_itself_and_labels_its_diffs(editor_factory, sandbox, log):
+    """Each agent has its own token and files: the status and the review say which agent it is,
+    and a CLI the plugin did not start is "external"."""
+    setup = fake_agents(log)
+    other_log = sandbox.base / "other.log"
+    setup["agents"]["other"] = {**setup["agents"]["fake"], "env": {"FAKE_AGENT_LOG": str(other_log)}}
+    editor = editor_factory(setup=setup)
+    editor.wait_state("running")
+    editor.nvim.command("Gemini fake")
+    started(editor, log)
+    editor.nvim.command("Gemini other")
+    wait_for(lambda: Path(str(other_log) + ".env").exists(), what="the second agent")
+    fake_env = json.loads(Path(str(log) + ".env").read_text())
+    other_env = json.loads(Path(str(other_log) + ".env").read_text())
+    assert fake_env["GEMINI_CLI_IDE_PID"] != other_env["GEMINI_CLI_IDE_PID"]
+    qwen_node = str(NODE_DIR / "node_modules" / ".bin" / "node")
+    clients = [
+        NodeClient("gemini_client.mjs", fake_env, sandbox.project),
+        NodeClient("qwen_client.mjs", other_env, sandbox.project, node=qwen_node),
+        NodeClient("gemini_client.mjs", client_env(editor), sandbox.project),
+    ]
+    try:
+        for client in clients:
+            assert client.call("connect")["status"] == "connected"
+        labels = {"fake (Gemini CLI 0.61.0)", "other (Qwen Code)", "external Gemini CLI 0.61.0"}
+        wait_for(lambda: {c["label"] for c in editor.status()["clients"]} == labels, what="three labelled clients")
+        target = sandbox.project / "labelled.txt"
+        target.write_text("old\n")
+        clients[0].send("openDiff", filePath=str(target), newContent="new\n")
+        wait_for(lambda: editor.status()["diffs"], what="the diff")
+        assert editor.status()["diffs"][0]["agent"] == "fake (Gemini CLI 0.61.0)"
+        assert "Proposed by fake (Gemini CLI 0.61.0): " in editor.lua("return vim.wo.winbar")
+        assert editor.lua("return vim.t.gemini_companion_agent") == "fake (Gemini CLI 0.61.0)"
+    finally:
+        for client in clients:
+            client.close()
+    own = [
+        Path(f)
+        for f in editor.status()["discovery_files"]
+        if re.fullmatch(r"gemini-ide-server-\d+\.json", Path(f).name)
+    ]
+    assert len(own) == 2  # the two agents' Gemini files (beside the shared one)
+    editor.nvim.command("GeminiCompanion stop")
+    assert not any(path.exists() for path in own)
+
+
+def test_restart_points_a_running_agents_files_at_the_new_server(ed, log):
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    env = json.loads(Path(str(log) + ".env").read_text())
+    name = f"gemini-ide-server-{env['GEMINI_CLI_IDE_PID']}.json"
+    own = next(Path(f) for f in ed.status()["discovery_files"] if Path(f).name == name)
+    old_port = ed.status()["port"]
+    ed.nvim.command("GeminiCompanion restart")
+    new_port = wait_for(lambda: (s := ed.status())["running"] and s["port"] != old_port and s["port"], what="restart")
+    wait_for(lambda: own.exists() and json.loads(own.read_text())["port"] == new_port, what="the agent's file moved")
+    assert "type /ide enable in fake to reconnect" in ed.messages()

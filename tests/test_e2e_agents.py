@@ -41,6 +41,7 @@ def test_gemini_command_starts_qwen_connected_without_typing(qwen, sandbox):
     tui.wait_screen(READY)
     wait_for(lambda: tui.status()["clients"], E2E_TIMEOUT, "Qwen to connect with no keystroke in it")
     assert [a["name"] for a in tui.status()["agents"]] == ["qwen"]
+    assert [c["label"] for c in tui.status()["clients"]] == ["qwen (Qwen Code 0.24.4)"]  # its own token
     assert "/ide enable" not in tui.screen()
     # A diff round trip through the agent the plugin started.
     tui.prompt("change beta to gamma in notes.txt", lambda: model.requests)

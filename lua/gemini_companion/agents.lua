@@ -2,6 +2,7 @@
 --- per name, shown and hidden without stopping it. Each starts with the server's environment
 --- (and Qwen's IDE defaults, qwen_defaults.lua), so it comes up connected.
 local config = require('gemini_companion.config')
+local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
 local M = {}
@@ -12,6 +13,11 @@ local M = {}
 ---@field job integer
 ---@field pid integer
 ---@field started number vim.uv.hrtime() at start.
+---@field cli 'gemini'|'qwen'|nil Which CLI its command runs, when its package says so.
+---@field version string The CLI's version from its package ('' when unknown).
+---@field gemini_pid integer? Its own Gemini discovery file's number (access.py).
+---@field qwen_port integer? Its own Qwen lock file's number.
+---@field port integer? The server its files point to.
 
 ---@type table<string, gemini_companion.Agent>
 local running = {}
@@ -100,6 +106,54 @@ local function show(name, buf)
 end
 
 ---@param name string
+local PACKAGES = { ['@google/gemini-cli'] = 'gemini', ['@qwen-code/qwen-code'] = 'qwen' }
+
+--- Which CLI a command runs and its version, from its npm package (Qwen reports a fixed
+--- "1.0.0" when it connects): `qwen`, or `node …/cli.js`. Nothing for a wrapper script.
+---@param cmd string[]
+---@return ('gemini'|'qwen')? cli, string version
+local function cli_package(cmd)
+  for _, word in ipairs({ cmd[1], cmd[2] }) do
+    local found = vim.fn.exepath(word)
+    local path = vim.uv.fs_realpath(found ~= '' and found or word)
+    local dir = path and vim.fs.dirname(path)
+    for _ = 1, 3 do -- bin/cli.js, or bundle/gemini.js, below the package
+      if not dir then
+        break
+      end
+      local package = require('gemini_companion.json_file').read(dir .. '/package.json') or {}
+      if PACKAGES[package.name] then
+        return PACKAGES[package.name], type(package.version) == 'string' and package.version or ''
+      end
+      dir = vim.fs.dirname(dir)
+    end
+  end
+  return nil, ''
+end
+
+--- The agent's own discovery files and tokens (so the server knows which agent connects),
+--- and the environment that names them; {} while no server runs.
+---@param agent gemini_companion.Agent
+---@return table<string, string>
+local function credentials(agent)
+  local status = require('gemini_companion.state').current
+  if not (status.running or status.state == 'starting') then
+    return {}
+  end
+  local got = host.request('agent_register', {
+    name = agent.name,
+    cli = agent.cli,
+    version = agent.version,
+    gemini_pid = agent.gemini_pid,
+    qwen_port = agent.qwen_port,
+  })
+  if type(got) ~= 'table' or type(got.env) ~= 'table' then
+    return {}
+  end
+  agent.gemini_pid, agent.qwen_port, agent.port = got.gemini_pid, got.qwen_port, status.port
+  return got.env
+end
+
 ---@param agent gemini_companion.Agent
 ---@param code integer
 local function on_exit(name, agent, code)
@@ -107,6 +161,9 @@ local function on_exit(name, agent, code)
     return
   end
   running[name] = nil
+  if agent.port then
+    host.notify('agent_unregister', { name = name })
+  end
   event('GeminiAgentExited', { agent = name, code = code })
   if config.options.terminal.close_on_exit and vim.api.nvim_buf_is_valid(agent.buf) then
     for _, win in ipairs(vim.fn.win_findbuf(agent.buf)) do
@@ -145,8 +202,10 @@ local function start(name, args)
   vim.bo[buf].bufhidden = 'hide'
   show(name, buf)
   local agent = { name = name, buf = buf, started = vim.uv.hrtime() }
+  agent.cli, agent.version = cli_package(cmd)
   local options = {
-    env = agent_spec.env, -- added to Neovim's environment, which carries the server's
+    -- Added to Neovim's environment, which carries the server's.
+    env = vim.tbl_extend('force', credentials(agent), agent_spec.env or {}),
     on_exit = function(_, code)
       vim.schedule(function()
         on_exit(name, agent, code)
@@ -374,6 +433,28 @@ function M.add_command(opts)
   end, paths)
   M.send(name, table.concat(refs, ' ') .. ' ')
 end
+
+--- A new server (`:GeminiCompanion restart`, or the host came back): each agent's files now
+--- point to it. The CLIs do not reconnect on their own: say what to type.
+local function rewire()
+  local status = require('gemini_companion.state').current
+  if not status.running then
+    return
+  end
+  local moved = {}
+  for name, agent in pairs(running) do
+    if agent.port and agent.port ~= status.port then
+      credentials(agent)
+      table.insert(moved, name)
+    end
+  end
+  if #moved > 0 then
+    table.sort(moved)
+    message.notify(('new server: type /ide enable in %s to reconnect'):format(table.concat(moved, ', ')), 'warn')
+  end
+end
+
+vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiStatusChanged', callback = rewire })
 
 vim.api.nvim_create_autocmd('VimLeavePre', {
   group = group,

@@ -36,6 +36,7 @@ local M = {}
 ---@class gemini_companion.DiffSpec What the Python side sends to open a diff.
 ---@field id integer
 ---@field path string Absolute, resolved path of the target file.
+---@field agent string Who proposed it, as the status lists clients.
 ---@field proposal gemini_companion.Text
 ---@field original gemini_companion.Text The file as it is (empty for a new file).
 ---@field is_new boolean The file does not exist yet.
@@ -45,6 +46,7 @@ local M = {}
 ---@class gemini_companion.Diff
 ---@field id integer
 ---@field path string
+---@field agent string? Who proposed it ("qwen (Qwen Code 0.24.4)").
 ---@field eol string
 ---@field final_newline boolean
 ---@field proposed string[] The agent's proposal, for `:e!`.
@@ -468,6 +470,7 @@ local function open(spec)
   local diff = {
     id = spec.id,
     path = spec.path,
+    agent = spec.agent,
     eol = spec.proposal.eol,
     final_newline = spec.proposal.final_newline,
     proposed = view.split(spec.proposal),
@@ -500,6 +503,7 @@ local function open(spec)
 
   local focus = config.options.diff.focus
   local proposal_win = view.show(diff, true)
+  vim.t[diff.tab].gemini_companion_agent = diff.agent -- for tablines: whose proposal this tab is
   vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #diff.proposed), 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')
@@ -522,12 +526,18 @@ local function open(spec)
       vim.cmd.startinsert()
     end
     local tab = vim.api.nvim_tabpage_get_number(diff.tab)
-    notify(('proposed change to %s: review it in tab %d'):format(view.display(diff.path), tab))
+    notify(
+      ('%s proposes a change to %s: review it in tab %d'):format(
+        diff.agent or 'the agent',
+        view.display(diff.path),
+        tab
+      )
+    )
   end
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'GeminiDiffOpened',
     modeline = false,
-    data = { file = diff.path },
+    data = { file = diff.path, agent = diff.agent },
   })
 end
 

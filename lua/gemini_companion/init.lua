@@ -108,7 +108,7 @@ function M.status_lines()
     add('clients', 'none connected')
   end
   for i, client in ipairs(s.clients) do
-    add(i == 1 and 'clients' or '', ('%s %s (session %s)'):format(client.name, client.version, client.session))
+    add(i == 1 and 'clients' or '', ('%s (session %s)'):format(client.label or client.name, client.session))
   end
   add('open diffs', #s.diffs)
   add('Python host', s.python or host.python())

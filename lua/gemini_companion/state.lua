@@ -13,8 +13,8 @@ local M = {}
 ---@field nvim_pid integer?
 ---@field host_pid integer?
 ---@field python string?
----@field clients {name: string, version: string, session: string, stream: boolean}[]
----@field diffs {id: integer, file: string, session: string}[]
+---@field clients {name: string, version: string, session: string, stream: boolean, label: string, agent: string?}[]
+---@field diffs {id: integer, file: string, session: string, agent: string}[]
 ---@field agents {name: string, pid: integer, visible: boolean}[] Lua's own: the running agents.
 
 ---@type gemini_companion.Status

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gemini_companion import context, diff, discovery, launch, mcp_server
+from gemini_companion import access, context, diff, discovery, launch, mcp_server
 
 
 @pytest.mark.parametrize("content", ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\r\nb\n", "\n\n", "é\r\n漢\r\n", "x\r"])
@@ -83,7 +83,10 @@ class Asgi:
         hooks = mcp_server.Hooks(
             on_ready=lambda: None, on_failed=print, on_clients=lambda _c: None, on_stream_open=opened
         )
-        self.server = mcp_server.McpServer(None, "tok", 1, hooks, mcp_server.Limits(max_sessions=2))  # type: ignore[arg-type]
+        self.access = access.Access()
+        self.access.serve(discovery.Advertisement(1, "tok", "qtok", 1, 1, ["/"]))
+        limits = mcp_server.Limits(max_sessions=2)
+        self.server = mcp_server.McpServer(None, self.access.identify, 1, hooks, limits)  # type: ignore[arg-type]
         self.session = ""
 
     def post(self, message: Any, **headers: str) -> tuple[int, dict[str, str], Any]:
@@ -155,3 +158,43 @@ def test_settings_edit_keeps_order_layout_and_mode_and_undoes_exactly(tmp_path):
     assert run("enable")["changes"] == []
     run("disable")
     assert settings.read_text() == json.dumps(original, indent=2) + "\n"
+
+
+def test_each_token_is_an_identity_and_a_session_belongs_to_its_token():
+    app = Asgi()
+    gemini = app.post(initialize(), **{"user-agent": "x"})[1]["mcp-session-id"]
+    qwen = app.post(initialize(), authorization="Bearer qtok")[1]["mcp-session-id"]
+    assert app.server.label(gemini) == "external Gemini CLI 1"
+    assert app.server.label(qwen) == "external Qwen Code"  # Qwen's clientInfo version is a fixed 1.0.0
+    app.session = qwen
+    assert app.post({"jsonrpc": "2.0", "id": 1, "method": "ping"})[0] == 404  # Gemini's token, Qwen's session
+    assert app.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, authorization="Bearer qtok")[0] == 200
+    assert app.post(initialize(), authorization="Bearer nope")[0] == 401
+
+
+def test_an_agent_gets_its_own_files_tokens_and_label(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+    ad = discovery.Advertisement(4242, "tok", "qtok", 1, os.getpid(), [str(tmp_path)])
+    registry = access.Access()
+    registry.serve(ad)
+    got = registry.register(ad, "qwen", "qwen", "0.24.4")
+    env = got["env"]
+    assert isinstance(env, dict)
+    gemini_file = tmp_path / "gemini" / "ide" / f"gemini-ide-server-{env['GEMINI_CLI_IDE_PID']}.json"
+    qwen_file = tmp_path / "qwen" / "ide" / f"{env['QWEN_CODE_IDE_SERVER_PORT']}.lock"
+    assert int(env["GEMINI_CLI_IDE_PID"]) > 2**22 and 0 < int(env["QWEN_CODE_IDE_SERVER_PORT"]) < 1024
+    for path in (gemini_file, qwen_file):
+        assert os.stat(path).st_mode & 0o777 == 0o600
+        assert json.loads(path.read_text())["port"] == 4242  # the real server, whatever the name says
+    assert os.stat(qwen_file).st_mtime == 0  # a Qwen started elsewhere prefers the shared lock file
+    gemini_token = json.loads(gemini_file.read_text())["authToken"]
+    qwen_token = json.loads(qwen_file.read_text())["authToken"]
+    assert len({gemini_token, qwen_token, "tok", "qtok"}) == 4
+    assert registry.identify(b"Bearer " + qwen_token.encode()) == access.Identity("qwen", "qwen", "0.24.4")
+    assert registry.identify(b"Bearer " + gemini_token.encode()).label("0.61.0") == "qwen (Gemini CLI 0.61.0)"
+    again = registry.register(ad, "qwen", "qwen", "0.24.4", got["gemini_pid"], got["qwen_port"])  # type: ignore[arg-type]
+    assert again["env"] != env and (again["gemini_pid"], again["qwen_port"]) == (got["gemini_pid"], got["qwen_port"])
+    assert registry.identify(b"Bearer " + qwen_token.encode()) is None  # re-registered: old tokens are void
+    registry.unregister("qwen")
+    assert not gemini_file.exists() and not qwen_file.exists()

@@ -93,8 +93,8 @@ function M.set_headers(diff)
     table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
   end
   local header = diff.orphaned and 'Orphaned proposal: %s'
-    or 'Proposed: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
-  header = header:format(name)
+    or 'Proposed by %s: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
+  header = diff.orphaned and header:format(name) or header:format(diff.agent or 'the agent', name)
   if #warnings > 0 then
     header = header .. '  ' .. table.concat(warnings, '  ')
   end

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from . import contract, discovery, launch
+from .access import Access
 from .context import ContextFeature
 from .diff import DiffFeature
 from .feature import Feature
@@ -50,12 +51,15 @@ class Companion:
         self._discovery_errors: list[str] = []
         self._seq = 0
         self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
+        self._access = Access()  # the tokens we accept: whose each one is
         self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self)]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
             "stop": lambda p: self.stop(),
             "workspace": lambda p: self.set_workspace(list(p.get("workspace", []))),
+            "agent_register": self.register_agent,
+            "agent_unregister": self.unregister_agent,
         }
         for feature in self._features:
             self._methods.update(feature.methods)
@@ -75,6 +79,10 @@ class Companion:
 
     def changed(self) -> None:
         self._push()
+
+    def label(self, session_id: str) -> str | None:
+        server = self._server
+        return server.label(session_id) if server is not None else None
 
     def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Run one call from Lua; returns the method's result, or the status for methods without one."""
@@ -101,6 +109,7 @@ class Companion:
             self._clients = []
             started = launch.take(nvim_pid, workspace)  # done early by boot.py when the host is new
             sock, self._ad = started.sock, started.ad
+            self._access.serve(self._ad)
             self._files, self._discovery_errors = started.files, started.errors
             self._state = "starting"
             self._push()
@@ -145,6 +154,28 @@ class Companion:
                 return
             self._ad = discovery.Advertisement(**{**self._ad.__dict__, "workspace": roots})
             self._advertise()
+            self._access.rewrite(self._ad)
+
+    def register_agent(self, params: dict[str, Any]) -> dict[str, Any]:
+        """An agent is about to start: its own files and tokens, and the environment naming them.
+        `{}` while no server runs (it starts with the shared environment then)."""
+        with self._lock:
+            if self._ad is None:
+                return {}
+            registered = self._access.register(
+                self._ad,
+                str(params["name"]),
+                params.get("cli") if params.get("cli") in ("gemini", "qwen") else None,
+                str(params.get("version") or ""),
+                int(params.get("gemini_pid") or 0),
+                int(params.get("qwen_port") or 0),
+            )
+            self._push()  # its files are in the status
+            return registered
+
+    def unregister_agent(self, params: dict[str, Any]) -> None:
+        self._access.unregister(str(params["name"]))
+        self._push()
 
     def status(self) -> contract.Status:
         with self._lock:
@@ -159,7 +190,7 @@ class Companion:
                 "host_pid": os.getpid(),
                 "python": sys.executable,
                 "workspace": list(ad.workspace) if ad else [],
-                "discovery_files": [str(p) for p in self._files],
+                "discovery_files": [str(p) for p in self._files] + self._access.files(),
                 "discovery_errors": list(self._discovery_errors),
                 "clients": list(self._clients),
                 "diffs": [],
@@ -199,7 +230,7 @@ class Companion:
             on_client_gone=self._on_client_gone,
             tools=[tool for feature in self._features for tool in feature.tools()],
         )
-        server = mcp_server.McpServer(sock, ad.token, ad.port, hooks, mcp_server.Limits())
+        server = mcp_server.McpServer(sock, self._access.identify, ad.port, hooks, mcp_server.Limits())
         with self._lock:
             if self._ad is not ad:  # stopped while we were importing
                 sock.close()
@@ -251,6 +282,8 @@ class Companion:
             self._notify(line, "error")
 
     def _remove_files(self) -> None:
+        """Take back every discovery file (the agents' too) and every token."""
+        self._access.clear()
         for path in self._files:
             discovery.remove(path)
         self._files = []

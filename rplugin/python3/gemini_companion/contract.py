@@ -20,12 +20,15 @@ class ClientInfo(TypedDict):
     name: str
     version: str
     stream: bool
+    label: str  # "qwen (Qwen Code 0.24.4)", "external Gemini CLI 0.61.0"
+    agent: str | None  # the managed agent's name (None: a CLI the plugin did not start)
 
 
 class DiffInfo(TypedDict):
     id: int
     file: str
     session: str
+    agent: str  # the proposing client's label
 
 
 class Status(TypedDict):

@@ -40,6 +40,7 @@ class Diff:
     file_path: str  # exactly as the client sent it: the client matches our notifications on it
     key: str  # normalised path: one diff per file
     session_id: str
+    agent: str  # who proposed it, as the status lists clients: "qwen (Qwen Code 0.24.4)"
     new_content: str  # closeDiff's answer if Neovim cannot give the proposal's text
     signature: tuple[int, ...] | None  # the file on disk when we last read it (None: missing)
 
@@ -121,7 +122,7 @@ class DiffFeature:
         with self._lock:
             return {
                 "diffs": [
-                    {"id": d.id, "file": d.key, "session": d.session_id[:8]}
+                    {"id": d.id, "file": d.key, "session": d.session_id[:8], "agent": d.agent}
                     for d in sorted(self._diffs.values(), key=lambda d: d.id)
                 ]
             }
@@ -144,7 +145,8 @@ class DiffFeature:
         except DiffError as err:
             return error(f"openDiff: {err}")
         key, signature = view.pop("path"), view.pop("signature")
-        diff = Diff(next(self._ids), file_path, key, session_id, new_content, signature)
+        agent = self._link.label(session_id) or "unknown client"
+        diff = Diff(next(self._ids), file_path, key, session_id, agent, new_content, signature)
         with self._lock:
             replaced = self._diffs.get(diff.key)
             self._diffs[diff.key] = diff
@@ -152,7 +154,7 @@ class DiffFeature:
         # would settle the new one.
         if replaced is not None and replaced.session_id != session_id:
             self._link.send(replaced.session_id, "ide/diffRejected", {"filePath": replaced.file_path})
-        spec = {"id": diff.id, "path": diff.key, "signature": signature_text(signature), **view}
+        spec = {"id": diff.id, "path": diff.key, "agent": agent, "signature": signature_text(signature), **view}
         self._editor.lua(f"{DIFF_LUA}.open(...)", spec)
         self._link.changed()
         return {"content": []}

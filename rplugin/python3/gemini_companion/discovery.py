@@ -15,11 +15,13 @@ import secrets
 import socket
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 GEMINI_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+GEMINI_AGENT_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)\.json$")  # an agent's own (access.py)
 QWEN_FILE_RE = re.compile(r"^(\d+)\.lock$")
 IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
 # Our own marker in every file we write: the host process that serves it.
@@ -159,7 +161,8 @@ class Advertisement:
     """What both CLIs need to find and trust this server."""
 
     port: int
-    token: str
+    token: str  # in the Gemini file
+    qwen_token: str  # in the Qwen lock file: a different one tells the server which CLI connected
     ide_pid: int
     nvim_pid: int
     workspace: list[str]
@@ -189,7 +192,7 @@ class Advertisement:
         return {
             "port": self.port,
             "workspacePath": self.workspace_path,
-            "authToken": self.token,
+            "authToken": self.qwen_token,
             # Qwen deletes lock files whose ppid is dead: Neovim outlives nothing we serve.
             "ppid": self.nvim_pid,
             "ideInfo": IDE_INFO,
@@ -267,7 +270,8 @@ def port_listening(port: int) -> bool:
         return False
 
 
-def _is_stale(path: Path, name_pid: int | None, port: int) -> bool:
+def _is_stale(path: Path, name_pid: int | None, port: int | None) -> bool:
+    """`port` None: an agent's file (access.py), judged by its owner field alone."""
     try:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
@@ -279,6 +283,8 @@ def _is_stale(path: Path, name_pid: int | None, port: int) -> bool:
     if isinstance(owner, int):
         started = data.get(OWNER_START_FIELD)
         return owner != os.getpid() and not pid_alive(owner, started if isinstance(started, int) else None)
+    if port is None:
+        return False
     # Someone else's file: only when nobody can be behind it.
     pid = name_pid if name_pid is not None else data.get("ppid") if isinstance(data, dict) else None
     pid_dead = not isinstance(pid, int) or not pid_alive(pid)
@@ -288,7 +294,13 @@ def _is_stale(path: Path, name_pid: int | None, port: int) -> bool:
 def sweep_stale() -> list[Path]:
     """Delete this user's discovery files whose server is gone; return what was removed."""
     removed: list[Path] = []
-    for directory, pattern in ((gemini_dir(), GEMINI_FILE_RE), (qwen_dir(), QWEN_FILE_RE)):
+    # Each kind of file, and what its name says: (PID, port). An agent's file says neither.
+    kinds: list[tuple[Path, re.Pattern[str], Callable[[re.Match[str]], tuple[int | None, int | None]]]] = [
+        (gemini_dir(), GEMINI_FILE_RE, lambda m: (int(m[1]), int(m[2]))),
+        (gemini_dir(), GEMINI_AGENT_FILE_RE, lambda m: (None, None)),
+        (qwen_dir(), QWEN_FILE_RE, lambda m: (None, int(m[1]))),
+    ]
+    for directory, pattern, parse in kinds:
         if check_dir(directory):
             continue
         try:
@@ -299,8 +311,7 @@ def sweep_stale() -> list[Path]:
             match = pattern.match(name)
             if not match:
                 continue
-            groups = [int(g) for g in match.groups()]
-            name_pid, port = (groups[0], groups[1]) if len(groups) == 2 else (None, groups[0])
+            name_pid, port = parse(match)
             path = directory / name
             if _is_stale(path, name_pid, port):
                 remove(path)

@@ -43,6 +43,9 @@ class Link(Protocol):
     def changed(self) -> None:
         """The feature's status() changed: push the status to Neovim."""
 
+    def label(self, session_id: str) -> str | None:
+        """Who the client is ("qwen (Qwen Code 0.24.4)", "external Gemini CLI 0.61.0")."""
+
 
 class Feature(Protocol):
     methods: dict[str, Callable[[dict[str, Any]], Any]]

@@ -3,13 +3,13 @@
 Checks, in order, before any byte of the body is read or any handler runs:
 Host is 127.0.0.1:PORT or localhost:PORT (DNS rebinding), no Origin header at
 all (browsers always send one; the CLIs never do), path is /mcp, and
-`Authorization: Bearer <token>` compared in constant time as bytes.
+`Authorization: Bearer <token>` known to `identify` (which compares in constant
+time); the identity it returns goes on in `scope["identity"]`.
 WebSocket upgrades are refused outright.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -37,12 +37,12 @@ class RequestGuard:
         self,
         app: ASGIApp,
         *,
-        token: str,
+        identify: Callable[[bytes], object | None],
         port: int,
         max_body: int,
     ) -> None:
         self._app = app
-        self._expected = b"Bearer " + token.encode()
+        self._identify = identify
         self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self._max_body = max_body
 
@@ -63,11 +63,13 @@ class RequestGuard:
         if scope["path"] != MCP_PATH:
             await reply(send, 404, "not found")
             return
-        if not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
+        identity = self._identify(headers.get(b"authorization", b""))
+        if identity is None:
             await reply(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self._max_body):
             await reply(send, 413, "request body too large")
             return
+        scope["identity"] = identity
         await self._app(scope, receive, send)

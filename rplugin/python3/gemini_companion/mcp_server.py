@@ -22,12 +22,15 @@ import socket
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from .feature import Tool, error
 from .http_guard import Receive, RequestGuard, Scope, Send, reply
+
+if TYPE_CHECKING:
+    from .access import Identity
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +64,21 @@ class Session:
     listed: bool = False  # shown as a client (initialized, and its stream not gone for long)
     busy: int = 0  # requests in flight
     stream: asyncio.Queue[bytes | None] | None = None  # set while the GET stream is open
+    identity: Identity | None = None  # whose token opened it; only that token may use it
+
+    @property
+    def label(self) -> str:
+        return self.identity.label(self.version) if self.identity else f"{self.name} {self.version}".strip()
 
     def describe(self) -> dict[str, Any]:
-        return {"session": self.id[:8], "name": self.name, "version": self.version, "stream": self.stream is not None}
+        return {
+            "session": self.id[:8],
+            "name": self.name,
+            "version": self.version,
+            "stream": self.stream is not None,
+            "label": self.label,
+            "agent": self.identity.agent if self.identity else None,
+        }
 
 
 @dataclass
@@ -88,7 +103,9 @@ class RpcError(Exception):
 
 
 class McpServer:
-    def __init__(self, sock: socket.socket, token: str, port: int, hooks: Hooks, limits: Limits) -> None:
+    def __init__(
+        self, sock: socket.socket, identify: Callable[[bytes], Identity | None], port: int, hooks: Hooks, limits: Limits
+    ) -> None:
         self._sock = sock
         self._hooks = hooks
         self._limits = limits
@@ -98,7 +115,7 @@ class McpServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._exit_requested = False
-        self._app = RequestGuard(self._http, token=token, port=port, max_body=limits.max_body_bytes)
+        self._app = RequestGuard(self._http, identify=identify, port=port, max_body=limits.max_body_bytes)
 
     # --- thread-safe surface -------------------------------------------------
 
@@ -122,6 +139,11 @@ class McpServer:
 
     def send_threadsafe(self, session_id: str, method: str, params: dict[str, Any] | None) -> None:
         self._call_soon(self.send, session_id, method, params)
+
+    def label(self, session_id: str) -> str | None:
+        """Who a session is ("qwen (Qwen Code 0.24.4)"); any thread (one dict lookup)."""
+        session = self._sessions.get(session_id)
+        return session.label if session else None
 
     def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -214,32 +236,33 @@ class McpServer:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request that passed the guard (local, ours, /mcp, declared size within limits)."""
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        identity = scope["identity"]  # set by the guard: whose token this is
         method = scope["method"]
         try:
             _check_protocol_version(headers)
             if method == "POST":
-                await self._post(headers, receive, send)
+                await self._post(headers, identity, receive, send)
             elif method == "GET":
-                await self._get(headers, receive, send)
+                await self._get(headers, identity, receive, send)
             elif method == "DELETE":
-                self._end(self._session(headers))
+                self._end(self._session(headers, identity))
                 await reply(send, 200, "session ended")
             else:
                 raise RpcError(405, -32600, f"method {method} not allowed")
         except RpcError as err:
             await _send_json(send, err.status, _error(None, err.code, err.message))
 
-    def _session(self, headers: dict[str, str]) -> Session:
+    def _session(self, headers: dict[str, str], identity: Identity) -> Session:
         session_id = headers.get("mcp-session-id")
         if not session_id:
             raise RpcError(400, -32600, "missing mcp-session-id: initialize first")
         session = self._sessions.get(session_id)
-        if session is None:
+        if session is None or session.identity != identity:  # another token's session is not yours
             raise RpcError(404, -32001, "unknown session")
         session.last_seen = time.monotonic()
         return session
 
-    async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _post(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
         if not headers.get("content-type", "").startswith("application/json"):
             raise RpcError(415, -32600, "content-type must be application/json")
         accept = headers.get("accept", "*/*")
@@ -257,9 +280,9 @@ class McpServer:
             raise RpcError(400, -32600, "expected one JSON-RPC 2.0 message (batches are not supported)")
         name, request_id = message.get("method"), message.get("id")
         if name == "initialize" and request_id is not None:
-            await self._initialize(headers, message, send)
+            await self._initialize(headers, identity, message, send)
             return
-        session = self._session(headers)
+        session = self._session(headers, identity)
         if request_id is None or not isinstance(name, str):  # a notification, or a response to us
             if name == "notifications/initialized":
                 session.initialized = True
@@ -290,7 +313,9 @@ class McpServer:
             if not message.get("more_body"):
                 return b"".join(chunks)
 
-    async def _initialize(self, headers: dict[str, str], message: dict[str, Any], send: Send) -> None:
+    async def _initialize(
+        self, headers: dict[str, str], identity: Identity, message: dict[str, Any], send: Send
+    ) -> None:
         if headers.get("mcp-session-id"):
             raise RpcError(400, -32600, "already initialized: a session id is issued, never chosen")
         params = message.get("params")
@@ -305,6 +330,7 @@ class McpServer:
             id=secrets.token_hex(16),
             name=str(info.get("name", "unknown"))[:100],
             version=str(info.get("version", ""))[:100],
+            identity=identity,
         )
         self._sessions[session.id] = session
         asked = params["protocolVersion"]
@@ -343,11 +369,11 @@ class McpServer:
                 result = error(f"{tool.name} failed: {err}")
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _get(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
         """The client's stream for our notifications: open until it hangs up or we end it."""
         if "text/event-stream" not in headers.get("accept", ""):
             raise RpcError(406, -32600, "accept must allow text/event-stream")
-        session = self._session(headers)
+        session = self._session(headers, identity)
         if session.stream is not None:
             raise RpcError(409, -32600, "this session's stream is already open")
         await receive()  # the (empty) request body
