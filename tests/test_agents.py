@@ -135,6 +135,8 @@ def test_add_escapes_paths_and_defaults_to_the_current_file(ed, log, sandbox):
     started(ed, log)
     ed.nvim.command("wincmd p")
     ed.lua("vim.cmd.GeminiAdd(...)", str(spaced))
+    assert ed.lua("return vim.bo.buftype") == "terminal"  # the agent, to go on typing there
+    ed.nvim.command("wincmd p")
     ed.nvim.command("GeminiAdd")
     wait_for(lambda: received(log).count(PASTE_END) == 2, what="two pastes")
     text = received(log).decode()
@@ -264,3 +266,12 @@ def test_restart_points_a_running_agents_files_at_the_new_server(ed, log):
     new_port = wait_for(lambda: (s := ed.status())["running"] and s["port"] != old_port and s["port"], what="restart")
     wait_for(lambda: own.exists() and json.loads(own.read_text())["port"] == new_port, what="the agent's file moved")
     assert "type /ide enable in fake to reconnect" in ed.messages()
+
+
+def test_terminal_answers_typed_into_a_slow_starting_cli_are_taken_back(editor_factory, log):
+    """Gemini waits 1 s for the terminal's answers to its queries; later ones land in its prompt."""
+    setup = fake_agents(log)
+    setup["agents"]["fake"]["env"]["FAKE_AGENT_SCREEN"] = "> >|libvterm(0.3)1;2c   \u2502\r\n"
+    editor = editor_factory(setup=setup)
+    editor.nvim.command("Gemini")
+    wait_for(lambda: received(log) == b"\x7f" * len(">|libvterm(0.3)1;2c"), what="the stray answer taken back")

@@ -175,6 +175,39 @@ local function on_exit(name, agent, code)
   end
 end
 
+-- Gemini CLI asks the terminal about itself as it starts and waits 1 s for the answers. When its
+-- start stalls longer (a loaded machine), Neovim's answers reach its prompt as typed text,
+-- ">|libvterm(0.3)1;2c". Nobody types that: while the agent starts, take it back with backspaces.
+local STRAY_REPLY = '>|libvterm%([%d.]+%)[%d;]*c'
+local STRAY_WATCH_MS, STRAY_TICK_MS = 30000, 200
+
+---@param agent gemini_companion.Agent
+local function take_back_stray_replies(agent)
+  local timer = assert(vim.uv.new_timer())
+  local function stop()
+    if not timer:is_closing() then
+      timer:stop()
+      timer:close()
+    end
+  end
+  timer:start(STRAY_TICK_MS, STRAY_TICK_MS, function()
+    vim.schedule(function()
+      local waited = (vim.uv.hrtime() - agent.started) / 1e6
+      if timer:is_closing() or running[agent.name] ~= agent or waited > STRAY_WATCH_MS then
+        return stop()
+      end
+      for _, line in ipairs(vim.api.nvim_buf_get_lines(agent.buf, 0, -1, false)) do
+        local first, last = line:find(STRAY_REPLY)
+        -- Only when it ends the input: after it, nothing but blanks and the prompt's border.
+        if first and line:sub(last + 1):match('^[%s\226\148\130]*$') then
+          vim.api.nvim_chan_send(agent.job, ('\127'):rep(last - first + 1))
+          return stop()
+        end
+      end
+    end)
+  end)
+end
+
 ---@param buf integer
 local function map_back(buf)
   local key = config.options.terminal.back
@@ -227,6 +260,7 @@ local function start(name, args)
   pcall(vim.api.nvim_buf_set_name, buf, ('gemini://agent/%s'):format(name))
   map_back(buf)
   running[name] = agent
+  take_back_stray_replies(agent)
   event('GeminiAgentStarted', { agent = name, pid = agent.pid })
   return agent
 end
@@ -367,14 +401,15 @@ local function when_ready(agent, fn)
   end)
 end
 
---- Type `text` into the agent's prompt as a bracketed paste (never submits on its own);
---- `submit`: then press Enter as a separate key, late enough that the CLI takes it as submit.
+--- Type `text` into the agent's prompt as a bracketed paste (never submits on its own), with the
+--- agent shown and focused to go on typing; `submit`: then press Enter as a separate key, late
+--- enough that the CLI takes it as submit.
 ---@param name? string
 ---@param text string
 ---@param submit? boolean
 function M.send(name, text, submit)
   name = resolve(name)
-  local agent = running[name] or M.open(name)
+  local agent = M.open(name)
   if not agent then
     return
   end

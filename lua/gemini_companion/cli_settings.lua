@@ -125,14 +125,9 @@ function M.before_start(cli, mode)
   if now == true then
     return
   end
-  local path = M.path(cli)
+  local path = vim.fn.fnamemodify(M.path(cli), ':~')
   if now == false then
-    return message.notify(
-      ('IDE mode is off in %s (ide.enabled: false): /ide enable in the CLI, or :GeminiCompanion enable-cli'):format(
-        path
-      ),
-      'warn'
-    )
+    return message.brief(('IDE mode is off in %s: /ide enable in the CLI turns it on'):format(path), 'warn')
   end
   if mode == 'ask' then
     if vim.uv.fs_stat(declined_path(cli)) then
@@ -144,10 +139,15 @@ function M.before_start(cli, mode)
     ):format(path)
     if vim.fn.confirm(question, '&Yes\n&No', 1) ~= 1 then
       remember_decline(cli, true)
-      return message.notify('not changed; :GeminiCompanion enable-cli gemini does it later')
+      return message.brief('not changed; :GeminiCompanion enable-cli gemini does it later')
     end
   end
-  M.command('enable', cli)
+  remember_decline(cli, nil)
+  local changes, err = M.enable(cli)
+  if not changes then
+    return message.brief(err or '?', 'error')
+  end
+  message.brief(('IDE mode on in %s (:GeminiCompanion disable-cli undoes it)'):format(path))
 end
 
 --- `:GeminiCompanion enable-cli|disable-cli [cli]`

@@ -16,6 +16,22 @@ function M.notify(text, level)
   vim.notify(M.prefixed(text), vim.log.levels[(level or 'info'):upper()] or vim.log.levels.INFO)
 end
 
+--- One line that fits the command line, kept in :messages. For what is said as an agent starts:
+--- a longer one stops Neovim at a hit-enter prompt, which also holds back the terminal's answers
+--- to the queries a starting CLI sends (Gemini then finds them typed into its prompt).
+---@param text string
+---@param level? 'info'|'warn'|'error'
+function M.brief(text, level)
+  vim.cmd.redraw() -- clears what a confirm() left, and updates v:echospace
+  local line = M.prefixed(text)
+  local room = math.max(vim.v.echospace, 10)
+  if vim.fn.strdisplaywidth(line) > room then
+    line = vim.fn.strcharpart(line, 0, room - 1) .. '…'
+  end
+  local group = ({ warn = 'WarningMsg', error = 'ErrorMsg' })[level or 'info']
+  vim.api.nvim_echo({ { line, group } }, true, {})
+end
+
 --- Progress: shown in the command line, kept out of :messages.
 ---@param text string
 function M.echo(text)
