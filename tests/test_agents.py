@@ -275,3 +275,28 @@ def test_terminal_answers_typed_into_a_slow_starting_cli_are_taken_back(editor_f
     editor = editor_factory(setup=setup)
     editor.nvim.command("Gemini")
     wait_for(lambda: received(log) == b"\x7f" * len(">|libvterm(0.3)1;2c"), what="the stray answer taken back")
+
+
+def test_external_provider_runs_the_template_and_says_what_it_cannot_do(editor_factory, sandbox):
+    out = sandbox.base / "external"
+    script = f'printf "%s\\n" "$@" > {out}.args; env > {out}.env; exec sleep 600'
+    setup = {
+        "agents": {"far": {"cmd": ["true", "--flag"]}},
+        "default_agent": "far",
+        "terminal": {"provider": "external", "external": {"cmd": ["sh", "-c", script, "sh", "{cmd}"]}},
+    }
+    editor = editor_factory(setup=setup)
+    editor.wait_state("running")
+    editor.nvim.command(f"edit {sandbox.project / 'main.lua'}")
+    editor.nvim.command("Gemini")
+    wait_for(lambda: Path(f"{out}.env").exists() and Path(f"{out}.args").exists(), what="the external program")
+    assert Path(f"{out}.args").read_text().split() == ["true", "--flag"]
+    assert f"GEMINI_CLI_IDE_SERVER_PORT={editor.status()['port']}" in Path(f"{out}.env").read_text()
+    assert editor.lua("return vim.bo.buftype") == ""  # nothing opened in Neovim
+    editor.nvim.command("GeminiSend explain")
+    wait_for(lambda: "runs in an external terminal: Neovim cannot type into it" in editor.messages(), what="why")
+    pid = agent(editor, "far")["pid"]  # type: ignore[index]
+    editor.nvim.command("GeminiCompanion stop")  # (the agent outlives the server)
+    editor.lua("require('gemini_companion.agents').stop()")
+    wait_for(lambda: agent(editor, "far") is None, what="the program stopped")
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -5,12 +5,14 @@ toggling, and the user's settings given back exactly."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from conftest import Sandbox, wait_for
+from conftest import TESTS, Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn, qwen_edit
 from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui, tmux_available
 
@@ -130,3 +132,58 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     # saves a setting of its own, so the bytes may differ: the settings may not.)
     tui.ex("GeminiCompanion disable-cli gemini")
     wait_for(lambda: json.loads(settings.read_text()) == json.loads(before), 30, "the settings restored")
+
+
+@pytest.fixture
+def tmux_agents(sandbox: Sandbox) -> Iterator[tuple[Tui, Path]]:
+    """Neovim in tmux with `terminal.provider = 'tmux'`: the fake agent (default) and the real Qwen."""
+    log = sandbox.base / "agent.log"
+    target = sandbox.project / "notes.txt"
+    target.write_text("alpha\nbeta\n")
+    fake = {
+        "cmd": [sys.executable, str(TESTS / "fake_agent.py")],
+        # The fake asks for bracketed paste, as the CLIs do.
+        "env": {"FAKE_AGENT_LOG": str(log), "FAKE_AGENT_SCREEN": "\x1b[?2004hType your message\r\n"},
+    }
+    qwen = {"cmd": [str(NODE22), str(QWEN_CLI)]}
+    setup = {"agents": {"fake": fake, "qwen": qwen}, "default_agent": "fake", "terminal": {"provider": "tmux"}}
+    for tui, _model, _target in neovim_with_agents(sandbox, target, [Turn(text="Hi.")], setup):
+        yield tui, log
+
+
+def test_tmux_provider_runs_agents_in_a_pane_beside_neovim(tmux_agents):
+    """The agent in a pane of Neovim's tmux window, with the whole connection environment; send
+    through a paste buffer; hide and show keep the process; the real Qwen connects from a pane
+    as itself; nothing is left after :qa!."""
+    tui, log = tmux_agents
+
+    def panes() -> list[str]:  # the processes in Neovim's tmux window
+        return tui.tmux("list-panes", "-F", "#{pane_pid}").split()
+
+    nvim_pane = tui.lua("return vim.env.TMUX_PANE")
+    tui.ex("Gemini")
+    wait_for(lambda: Path(str(log) + ".env").exists(), E2E_TIMEOUT, "the agent in its pane")
+    pid = tui.status()["agents"][0]["pid"]
+    assert str(pid) in panes() and len(panes()) == 2
+    assert tui.tmux("display", "-p", "#{pane_pid}").strip() == str(pid)  # focused
+    tui.tmux("select-pane", "-t", nvim_pane)
+    env = json.loads(Path(str(log) + ".env").read_text())
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(tui.status()["port"])  # given, not inherited
+    assert Path(env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"]).exists() and "GEMINI_CLI_IDE_PID" in env
+    tui.ex("1,2GeminiSend! explain")
+    wait_for(lambda: log.exists() and log.read_bytes().endswith(b"\r"), 30, "the paste and Enter")
+    sent = log.read_bytes()
+    assert sent.startswith(b"\x1b[200~") and b"notes.txt (lines 1-2)" in sent and b"\x1b[201~" in sent, sent
+    tui.lua("require('gemini_companion.agents').hide()")
+    wait_for(lambda: len(panes()) == 1, 30, "the pane moved to a background window")
+    assert tui.status()["agents"][0] == {"name": "fake", "pid": pid, "visible": False}
+    tui.ex("Gemini")
+    wait_for(lambda: len(panes()) == 2 and str(pid) in panes(), 30, "the same pane back")
+    tui.tmux("select-pane", "-t", nvim_pane)
+    tui.ex("Gemini qwen")
+    label = "qwen (Qwen Code 0.24.4)"
+    wait_for(lambda: label in [c["label"] for c in tui.status()["clients"]], E2E_TIMEOUT, "Qwen connected")
+    qwen_pid = next(a["pid"] for a in tui.status()["agents"] if a["name"] == "qwen")
+    tui.tmux("select-pane", "-t", nvim_pane)
+    tui.ex("qa!")
+    wait_for(lambda: not psutil.pid_exists(pid) and not psutil.pid_exists(qwen_pid), 30, "the agents gone")

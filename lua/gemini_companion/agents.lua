@@ -1,6 +1,7 @@
---- Agents: Gemini CLI, Qwen Code (or any configured command) in Neovim terminals, one process
---- per name, shown and hidden without stopping it. Each starts with the server's environment
---- (and Qwen's IDE defaults, qwen_defaults.lua), so it comes up connected.
+--- Agents: Gemini CLI, Qwen Code (or any configured command), one process per name, shown and
+--- hidden without stopping it: in a Neovim terminal, a tmux pane or an external terminal
+--- (`terminal/*.lua`). Each starts with the server's environment, its own credentials
+--- (access.py) and Qwen's IDE defaults (qwen_defaults.lua), so it comes up connected.
 local config = require('gemini_companion.config')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
@@ -9,15 +10,32 @@ local M = {}
 
 ---@class gemini_companion.Agent
 ---@field name string
----@field buf integer The terminal buffer.
----@field job integer
+---@field spec gemini_companion.AgentSpec
+---@field provider gemini_companion.TerminalProvider
 ---@field pid integer
+---@field buf integer? native: the terminal buffer.
+---@field job integer? native, external: the job.
+---@field pane string? tmux: the pane id.
+---@field hidden boolean? tmux: moved to a background window.
+---@field exited boolean? The process ended.
 ---@field started number vim.uv.hrtime() at start.
 ---@field cli 'gemini'|'qwen'|nil Which CLI its command runs, when its package says so.
 ---@field version string The CLI's version from its package ('' when unknown).
 ---@field gemini_pid integer? Its own Gemini discovery file's number (access.py).
 ---@field qwen_port integer? Its own Qwen lock file's number.
 ---@field port integer? The server its files point to.
+
+---@class gemini_companion.TerminalProvider
+---@field start fun(agent: gemini_companion.Agent, cmd: string[], env: table<string, string>, on_exit: fun(code: integer)): boolean, string? `on_exit` may be called from any context.
+---@field open fun(agent: gemini_companion.Agent) Show and focus.
+---@field hide fun(agent: gemini_companion.Agent)
+---@field focused fun(agent: gemini_companion.Agent): boolean
+---@field visible fun(agent: gemini_companion.Agent): boolean
+---@field paste fun(agent: gemini_companion.Agent, text: string): boolean, string? A bracketed paste.
+---@field enter fun(agent: gemini_companion.Agent)
+---@field screen fun(agent: gemini_companion.Agent): string? What it shows (nil: nothing to watch).
+---@field stop fun(agent: gemini_companion.Agent)
+---@field exited fun(agent: gemini_companion.Agent) Its process ended.
 
 ---@type table<string, gemini_companion.Agent>
 local running = {}
@@ -44,68 +62,6 @@ local function spec(name)
   return config.options.agents[name]
 end
 
----@param value number
----@param whole integer
----@return integer
-local function measure(value, whole)
-  return math.max(1, math.floor(value < 1 and whole * value or value))
-end
-
----@param agent gemini_companion.Agent
----@return integer[] windows showing the agent in the current tab
-local function windows(agent)
-  local tab = vim.api.nvim_get_current_tabpage()
-  return vim.tbl_filter(function(win)
-    return vim.api.nvim_win_get_tabpage(win) == tab
-  end, vim.fn.win_findbuf(agent.buf))
-end
-
---- Show `buf` the way the agent's window preset says; returns the new window (focused).
----@param name string
----@param buf integer
----@return integer
-local function show(name, buf)
-  local w = vim.tbl_extend('force', config.options.terminal.window, (spec(name) or {}).window or {})
-  local win
-  if w.position == 'float' then
-    local width, height = measure(w.width, vim.o.columns), measure(w.height, vim.o.lines - 2)
-    win = vim.api.nvim_open_win(buf, true, {
-      relative = 'editor',
-      width = width,
-      height = height,
-      row = math.floor((vim.o.lines - 2 - height) / 2),
-      col = math.floor((vim.o.columns - width) / 2),
-      border = w.border,
-      title = ' ' .. name .. ' ',
-      title_pos = 'center',
-    })
-  elseif w.position == 'tab' then
-    vim.cmd.tabnew()
-    local empty = vim.api.nvim_get_current_buf()
-    win = vim.api.nvim_get_current_win()
-    vim.api.nvim_win_set_buf(win, buf)
-    if empty ~= buf and vim.api.nvim_buf_is_valid(empty) then
-      pcall(vim.api.nvim_buf_delete, empty, {})
-    end
-  else
-    local vertical = w.position == 'right' or w.position == 'left'
-    local split = ({ right = 'right', left = 'left', bottom = 'below', top = 'above' })[w.position]
-    win = vim.api.nvim_open_win(buf, true, {
-      split = split,
-      win = -1, -- beside the whole tab, not one window
-      width = vertical and measure(w.size, vim.o.columns) or nil,
-      height = not vertical and measure(w.size, vim.o.lines) or nil,
-    })
-    vim.wo[win][vertical and 'winfixwidth' or 'winfixheight'] = true
-  end
-  vim.wo[win].number = false
-  vim.wo[win].relativenumber = false
-  vim.wo[win].signcolumn = 'no'
-  vim.wo[win].winbar = ('%%#Title# %s %%* agent'):format(name)
-  return win
-end
-
----@param name string
 local PACKAGES = { ['@google/gemini-cli'] = 'gemini', ['@qwen-code/qwen-code'] = 'qwen' }
 
 --- Which CLI a command runs and its version, from its npm package (Qwen reports a fixed
@@ -156,67 +112,34 @@ end
 
 ---@param agent gemini_companion.Agent
 ---@param code integer
-local function on_exit(name, agent, code)
-  if running[name] ~= agent then
+local function on_exit(agent, code)
+  agent.exited = true
+  if running[agent.name] ~= agent then
     return
   end
-  running[name] = nil
+  running[agent.name] = nil
   if agent.port then
-    host.notify('agent_unregister', { name = name })
+    host.notify('agent_unregister', { name = agent.name })
   end
-  event('GeminiAgentExited', { agent = name, code = code })
-  if config.options.terminal.close_on_exit and vim.api.nvim_buf_is_valid(agent.buf) then
-    for _, win in ipairs(vim.fn.win_findbuf(agent.buf)) do
-      if #vim.api.nvim_list_wins() > 1 then
-        pcall(vim.api.nvim_win_close, win, true)
-      end
-    end
-    pcall(vim.api.nvim_buf_delete, agent.buf, { force = true })
-  end
+  event('GeminiAgentExited', { agent = agent.name, code = code })
+  agent.provider.exited(agent)
 end
 
--- Gemini CLI asks the terminal about itself as it starts and waits 1 s for the answers. When its
--- start stalls longer (a loaded machine), Neovim's answers reach its prompt as typed text,
--- ">|libvterm(0.3)1;2c". Nobody types that: while the agent starts, take it back with backspaces.
-local STRAY_REPLY = '>|libvterm%([%d.]+%)[%d;]*c'
-local STRAY_WATCH_MS, STRAY_TICK_MS = 30000, 200
-
----@param agent gemini_companion.Agent
-local function take_back_stray_replies(agent)
-  local timer = assert(vim.uv.new_timer())
-  local function stop()
-    if not timer:is_closing() then
-      timer:stop()
-      timer:close()
+--- The environment a terminal outside Neovim must be given: the server's (what Neovim's own
+--- terminals inherit) and the Qwen defaults file.
+---@return table<string, string>
+local function connection_env()
+  local env = {}
+  for key, value in pairs(require('gemini_companion.state').env) do
+    if value then
+      env[key] = value
     end
   end
-  timer:start(STRAY_TICK_MS, STRAY_TICK_MS, function()
-    vim.schedule(function()
-      local waited = (vim.uv.hrtime() - agent.started) / 1e6
-      if timer:is_closing() or running[agent.name] ~= agent or waited > STRAY_WATCH_MS then
-        return stop()
-      end
-      for _, line in ipairs(vim.api.nvim_buf_get_lines(agent.buf, 0, -1, false)) do
-        local first, last = line:find(STRAY_REPLY)
-        -- Only when it ends the input: after it, nothing but blanks and the prompt's border.
-        if first and line:sub(last + 1):match('^[%s\226\148\130]*$') then
-          vim.api.nvim_chan_send(agent.job, ('\127'):rep(last - first + 1))
-          return stop()
-        end
-      end
-    end)
-  end)
+  env.QWEN_CODE_SYSTEM_DEFAULTS_PATH = vim.env.QWEN_CODE_SYSTEM_DEFAULTS_PATH
+  return env
 end
 
----@param buf integer
-local function map_back(buf)
-  local key = config.options.terminal.back
-  if key then
-    vim.keymap.set('t', key, '<C-\\><C-n><C-w>p', { buffer = buf, desc = message.prefixed('back to the editor') })
-  end
-end
-
---- Start an agent in a new window (focused).
+--- Start an agent (shown and focused where its provider can).
 ---@param name string
 ---@param args string[]
 ---@return gemini_companion.Agent? agent, string? error
@@ -231,36 +154,30 @@ local function start(name, args)
   end
   local cli_settings = require('gemini_companion.cli_settings')
   cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings)
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.bo[buf].bufhidden = 'hide'
-  show(name, buf)
-  local agent = { name = name, buf = buf, started = vim.uv.hrtime() }
-  agent.cli, agent.version = cli_package(cmd)
-  local options = {
-    -- Added to Neovim's environment, which carries the server's.
-    env = vim.tbl_extend('force', credentials(agent), agent_spec.env or {}),
-    on_exit = function(_, code)
-      vim.schedule(function()
-        on_exit(name, agent, code)
-      end)
-    end,
+  local provider = agent_spec.provider or config.options.terminal.provider
+  local agent = {
+    name = name,
+    spec = agent_spec,
+    provider = require('gemini_companion.terminal.' .. provider),
+    started = vim.uv.hrtime(),
   }
-  local ok, job
-  if vim.fn.has('nvim-0.11') == 1 then
-    options.term = true
-    ok, job = pcall(vim.fn.jobstart, cmd, options)
-  else
-    ok, job = pcall(vim.fn.termopen, cmd, options)
+  agent.cli, agent.version = cli_package(cmd)
+  local env = vim.tbl_extend('force', connection_env(), credentials(agent), agent_spec.env or {})
+  local ok, err = agent.provider.start(
+    agent,
+    cmd,
+    env,
+    vim.schedule_wrap(function(code)
+      on_exit(agent, code)
+    end)
+  )
+  if not ok then
+    if agent.port then
+      host.notify('agent_unregister', { name = name })
+    end
+    return nil, ('%s: cannot start %s: %s'):format(name, cmd[1], err)
   end
-  if not ok or job <= 0 then
-    pcall(vim.api.nvim_buf_delete, buf, { force = true })
-    return nil, ('%s: cannot start %s: %s'):format(name, cmd[1], ok and job or tostring(job))
-  end
-  agent.job, agent.pid = job, vim.fn.jobpid(job)
-  pcall(vim.api.nvim_buf_set_name, buf, ('gemini://agent/%s'):format(name))
-  map_back(buf)
   running[name] = agent
-  take_back_stray_replies(agent)
   event('GeminiAgentStarted', { agent = name, pid = agent.pid })
   return agent
 end
@@ -285,32 +202,20 @@ function M.open(name, args)
       message.notify(err or '?', 'error')
       return nil
     end
-  else
-    local wins = windows(agent)
-    if #wins == 0 then
-      show(name, agent.buf)
-    else
-      vim.api.nvim_set_current_win(wins[1])
-    end
+    M.last = name
+    return agent
   end
+  agent.provider.open(agent)
   M.last = name
-  vim.cmd.startinsert()
   return agent
 end
 
---- Hide the agent's windows in this tab; the process keeps running.
+--- Hide the agent's windows in this tab (a tmux pane: to a background window); it keeps running.
 ---@param name? string
 function M.hide(name)
   local agent = running[resolve(name)]
-  if not agent then
-    return
-  end
-  for _, win in ipairs(windows(agent)) do
-    if #vim.api.nvim_tabpage_list_wins(0) > 1 then
-      vim.api.nvim_win_close(win, false)
-    elseif vim.fn.tabpagenr('$') > 1 then
-      vim.cmd.tabclose()
-    end
+  if agent then
+    agent.provider.hide(agent)
   end
 end
 
@@ -320,7 +225,7 @@ end
 function M.toggle(name, args)
   name = resolve(name)
   local agent = running[name]
-  if agent and vim.api.nvim_get_current_buf() == agent.buf then
+  if agent and agent.provider.focused(agent) then
     M.hide(name)
   else
     M.open(name, args)
@@ -338,7 +243,7 @@ end
 function M.stop(name)
   for agent_name, agent in pairs(running) do
     if not name or agent_name == name then
-      vim.fn.jobstop(agent.job)
+      agent.provider.stop(agent)
     end
   end
 end
@@ -348,7 +253,7 @@ end
 function M.list()
   local list = {}
   for name, agent in pairs(running) do
-    table.insert(list, { name = name, pid = agent.pid, visible = #vim.fn.win_findbuf(agent.buf) > 0 })
+    table.insert(list, { name = name, pid = agent.pid, visible = agent.provider.visible(agent) })
   end
   table.sort(list, function(a, b)
     return a.name < b.name
@@ -375,20 +280,19 @@ end
 ---@param agent gemini_companion.Agent
 ---@param fn fun()
 local function when_ready(agent, fn)
-  if (vim.uv.hrtime() - agent.started) / 1e6 > READY_MAX_MS then
+  if (vim.uv.hrtime() - agent.started) / 1e6 > READY_MAX_MS or agent.provider.screen(agent) == nil then
     return fn()
   end
   local timer = assert(vim.uv.new_timer())
-  local last_tick, still = -1, 0
+  local last, still = nil, 0
   timer:start(100, 100, function()
     vim.schedule(function()
       if timer:is_closing() then
         return
       end
-      local tick = vim.api.nvim_buf_is_valid(agent.buf) and vim.b[agent.buf].changedtick or -1
-      local shown = tick >= 0 and vim.trim(table.concat(vim.api.nvim_buf_get_lines(agent.buf, 0, -1, false))) ~= ''
-      still = (shown and tick == last_tick) and still + 1 or 0
-      last_tick = tick
+      local screen = agent.exited and '' or agent.provider.screen(agent) or ''
+      still = (vim.trim(screen) ~= '' and screen == last) and still + 1 or 0
+      last = screen
       local waited = (vim.uv.hrtime() - agent.started) / 1e6
       if still >= READY_STILL_TICKS or waited > READY_MAX_MS or running[agent.name] ~= agent then
         timer:stop()
@@ -415,12 +319,15 @@ function M.send(name, text, submit)
   end
   M.last = name
   when_ready(agent, function()
-    vim.api.nvim_chan_send(agent.job, '\27[200~' .. text .. '\27[201~')
+    local ok, err = agent.provider.paste(agent, text)
+    if not ok then
+      return message.notify(err or '?', 'warn')
+    end
     if submit then
       -- Gemini turns an Enter within ~40 ms of a paste into a newline (more under load).
       vim.defer_fn(function()
         if running[name] == agent then
-          vim.api.nvim_chan_send(agent.job, '\r')
+          agent.provider.enter(agent)
         end
       end, SUBMIT_DELAY_MS)
     end

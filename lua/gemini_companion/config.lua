@@ -13,6 +13,9 @@
 ---@field cmd string[] The command line (no shell).
 ---@field env? table<string, string> Added to the agent's environment.
 ---@field window? gemini_companion.WindowConfig This agent's window, over `terminal.window`.
+---@field provider? 'native'|'tmux'|'external' Where this agent runs, over `terminal.provider`.
+---@field tmux? gemini_companion.TmuxConfig This agent's pane, over `terminal.tmux`.
+---@field external? gemini_companion.ExternalConfig This agent's program, over `terminal.external`.
 
 ---@class gemini_companion.WindowConfig
 ---@field position 'right'|'left'|'bottom'|'top'|'float'|'tab'
@@ -21,8 +24,18 @@
 ---@field height number A float's height (below 1: fraction of the screen).
 ---@field border string|string[] A float's border (see nvim_open_win()).
 
+---@class gemini_companion.TmuxConfig
+---@field position 'right'|'left'|'bottom'|'top' Beside Neovim's pane.
+---@field size string|integer Cells, or a percentage ('40%').
+
+---@class gemini_companion.ExternalConfig
+---@field cmd? string[]|fun(cmd: string[]): string[] The program; the word '{cmd}' becomes the agent's command.
+
 ---@class gemini_companion.TerminalConfig
+---@field provider 'native'|'tmux'|'external' A Neovim terminal, a tmux pane beside Neovim, or a program of yours.
 ---@field window gemini_companion.WindowConfig
+---@field tmux gemini_companion.TmuxConfig
+---@field external gemini_companion.ExternalConfig
 ---@field close_on_exit boolean Close an agent's window when its process exits.
 ---@field back string|false Terminal-mode key, in an agent's window, back to the last editor window.
 
@@ -66,7 +79,10 @@ M.defaults = {
   default_agent = 'gemini',
   cli_settings = 'ask',
   terminal = {
+    provider = 'native',
     window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
+    tmux = { position = 'right', size = '40%' },
+    external = {},
     close_on_exit = true,
     back = '<C-\\><C-w>',
   },
@@ -104,6 +120,36 @@ local function no_unknown_keys(name, given, known)
 end
 
 local POSITIONS = { right = true, left = true, bottom = true, top = true, float = true, tab = true }
+local PROVIDERS = { native = true, tmux = true, external = true }
+
+---@param name string
+---@param where table? {provider?, tmux?, external?}: a terminal's or an agent's
+local function check_provider(name, where)
+  where = where or {}
+  if where.provider ~= nil then
+    check(name .. 'provider', where.provider, "'native', 'tmux' or 'external'", PROVIDERS[where.provider])
+  end
+  local tmux = where.tmux or {}
+  check(name .. 'tmux', tmux, 'a table', type(tmux) == 'table')
+  no_unknown_keys(name .. 'tmux.', tmux, M.defaults.terminal.tmux)
+  if tmux.position ~= nil then
+    local ok = POSITIONS[tmux.position] and tmux.position ~= 'float' and tmux.position ~= 'tab'
+    check(name .. 'tmux.position', tmux.position, 'right, left, bottom or top', ok)
+  end
+  local size = tmux.size
+  local size_ok = size == nil or integer_from(size, 1) or (type(size) == 'string' and size:match('^%d+%%?$') ~= nil)
+  check(name .. 'tmux.size', size, "cells or a percentage ('40%')", size_ok)
+  local external = where.external or {}
+  check(name .. 'external', external, 'a table', type(external) == 'table')
+  no_unknown_keys(name .. 'external.', external, { cmd = true })
+  local cmd = external.cmd
+  check(
+    name .. 'external.cmd',
+    cmd,
+    'a list of strings or a function',
+    cmd == nil or type(cmd) == 'function' or (vim.islist(cmd) and #cmd > 0)
+  )
+end
 
 ---@param name string
 ---@param window table
@@ -158,7 +204,11 @@ function M.set(opts)
   for name, agent in pairs(merged.agents) do
     local key = 'agents.' .. tostring(name)
     check(key, agent, 'a table', type(name) == 'string' and name:match('^[%w_.-]+$') ~= nil and type(agent) == 'table')
-    no_unknown_keys(key .. '.', agent, { cmd = true, env = true, window = true })
+    no_unknown_keys(
+      key .. '.',
+      agent,
+      { cmd = true, env = true, window = true, provider = true, tmux = true, external = true }
+    )
     local cmd = agent.cmd
     check(
       key .. '.cmd',
@@ -171,6 +221,7 @@ function M.set(opts)
     check(key .. '.env', agent.env, 'a table of strings', agent.env == nil or type(agent.env) == 'table')
     check(key .. '.window', agent.window, 'a table', agent.window == nil or type(agent.window) == 'table')
     check_window(key .. '.window', agent.window or {})
+    check_provider(key .. '.', agent)
   end
   check('default_agent', merged.default_agent, 'the name of an agent', merged.agents[merged.default_agent] ~= nil)
   local mode = merged.cli_settings
@@ -179,6 +230,7 @@ function M.set(opts)
   check('terminal', terminal, 'a table', type(terminal) == 'table')
   no_unknown_keys('terminal.', terminal, M.defaults.terminal)
   check_window('terminal.window', terminal.window)
+  check_provider('terminal.', terminal)
   check('terminal.close_on_exit', terminal.close_on_exit, 'a boolean', type(terminal.close_on_exit) == 'boolean')
   check('terminal.back', terminal.back, 'a key or false', terminal.back == false or type(terminal.back) == 'string')
   M.options = merged

@@ -29,6 +29,15 @@ return {
     fails_with({ autostart = true }, 'unknown option autostart')
     fails_with({ diff = { fcous = true } }, 'unknown option diff.fcous')
   end,
+  terminal_providers_are_checked = function()
+    config.set({ terminal = { provider = 'tmux', tmux = { position = 'bottom', size = '30%' } } })
+    assert(config.options.terminal.tmux.size == '30%')
+    fails_with({ terminal = { provider = 'screen' } }, "option terminal.provider: expected 'native', 'tmux'")
+    fails_with({ terminal = { tmux = { position = 'float' } } }, 'option terminal.tmux.position')
+    fails_with({ terminal = { tmux = { size = 'big' } } }, 'option terminal.tmux.size')
+    fails_with({ agents = { x = { cmd = { 'x' }, provider = 'tmux', tmux = { side = 1 } } } }, 'agents.x.tmux.side')
+    fails_with({ terminal = { external = { cmd = 'kitty' } } }, 'option terminal.external.cmd')
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')

@@ -1,0 +1,139 @@
+--- `terminal.provider = 'tmux'`: an agent in a tmux pane beside Neovim's (Neovim inside tmux).
+--- Hidden agents live on in a background tmux window (`break-pane`); text goes in through a
+--- tmux paste buffer, as a bracketed paste when the CLI asked for one.
+local config = require('gemini_companion.config')
+
+local M = {}
+
+local POLL_MS = 1000 -- how often a pane's process is checked (kill(pid, 0): costs nothing)
+
+---@param args string[]
+---@param input? string
+---@return string? stdout, string? error
+local function tmux(args, input)
+  local ok, result = pcall(function()
+    return vim.system(vim.list_extend({ 'tmux' }, args), { text = true, stdin = input or false }):wait(5000)
+  end)
+  if not ok then
+    return nil, tostring(result)
+  end
+  if result.code ~= 0 then
+    return nil,
+      vim.trim(result.stderr or '') ~= '' and vim.trim(result.stderr) or ('tmux exited with %d'):format(result.code)
+  end
+  return vim.trim(result.stdout or '')
+end
+
+---@param agent gemini_companion.Agent
+---@return table
+local function options(agent)
+  return vim.tbl_extend('force', config.options.terminal.tmux, agent.spec.tmux or {})
+end
+
+local SPLIT = { right = { '-h' }, left = { '-h', '-b' }, bottom = { '-v' }, top = { '-v', '-b' } }
+
+--- split-window / join-pane arguments that put a pane where the options say, beside Neovim's.
+---@param agent gemini_companion.Agent
+---@return string[]
+local function placement(agent)
+  local o = options(agent)
+  return vim.list_extend(vim.deepcopy(SPLIT[o.position]), { '-l', tostring(o.size), '-t', vim.env.TMUX_PANE })
+end
+
+---@param agent gemini_companion.Agent
+---@param cmd string[]
+---@param env table<string, string> The whole connection environment (a tmux pane inherits tmux's, not Neovim's).
+---@param on_exit fun(code: integer)
+---@return boolean ok, string? error
+function M.start(agent, cmd, env, on_exit)
+  if not vim.env.TMUX or not vim.env.TMUX_PANE then
+    return false, "terminal.provider = 'tmux' needs Neovim running inside tmux ($TMUX is not set)"
+  end
+  local args = { 'split-window', '-P', '-F', '#{pane_id} #{pane_pid}', '-c', vim.fn.getcwd() }
+  vim.list_extend(args, placement(agent))
+  for key, value in pairs(env) do
+    vim.list_extend(args, { '-e', key .. '=' .. value })
+  end
+  table.insert(args, '--')
+  local out, err = tmux(vim.list_extend(args, cmd))
+  local pane, pid = (out or ''):match('^(%%%d+) (%d+)$')
+  if not pane then
+    return false, err or ('tmux said %q'):format(out)
+  end
+  agent.pane, agent.pid, agent.hidden = pane, tonumber(pid), false
+  local timer = assert(vim.uv.new_timer())
+  timer:start(POLL_MS, POLL_MS, function()
+    if vim.uv.kill(agent.pid, 0) ~= 0 then
+      timer:stop()
+      timer:close()
+      on_exit(-1) -- tmux reaped it: the code is not ours to know
+    end
+  end)
+  return true
+end
+
+--- Bring the pane back beside Neovim (when hidden) and focus it.
+---@param agent gemini_companion.Agent
+function M.open(agent)
+  if agent.hidden then
+    local _, err = tmux(vim.list_extend({ 'join-pane', '-s', agent.pane }, placement(agent)))
+    if err then
+      return require('gemini_companion.message').notify(('%s: %s'):format(agent.name, err), 'error')
+    end
+    agent.hidden = false
+  end
+  tmux({ 'select-pane', '-t', agent.pane })
+end
+
+--- Neovim has the keyboard when this runs, so the pane is never the focused one.
+---@return boolean
+function M.focused()
+  return false
+end
+
+---@param agent gemini_companion.Agent
+---@return boolean
+function M.visible(agent)
+  return not agent.hidden
+end
+
+--- Move the pane to a background tmux window; the process keeps running.
+---@param agent gemini_companion.Agent
+function M.hide(agent)
+  if not agent.hidden and tmux({ 'break-pane', '-d', '-s', agent.pane }) then
+    agent.hidden = true
+  end
+end
+
+---@param agent gemini_companion.Agent
+---@param text string
+---@return boolean ok, string? error
+function M.paste(agent, text)
+  local buffer = 'gemini-companion-' .. agent.name
+  local _, err = tmux({ 'load-buffer', '-b', buffer, '-' }, text)
+  if not err then
+    -- -p: bracketed, as the CLI asked; -d: the buffer goes away after.
+    _, err = tmux({ 'paste-buffer', '-p', '-d', '-b', buffer, '-t', agent.pane })
+  end
+  return err == nil, err
+end
+
+---@param agent gemini_companion.Agent
+function M.enter(agent)
+  tmux({ 'send-keys', '-t', agent.pane, 'Enter' })
+end
+
+---@param agent gemini_companion.Agent
+---@return string
+function M.screen(agent)
+  return tmux({ 'capture-pane', '-p', '-t', agent.pane }) or ''
+end
+
+---@param agent gemini_companion.Agent
+function M.stop(agent)
+  tmux({ 'kill-pane', '-t', agent.pane })
+end
+
+function M.exited() end -- its pane closes with it
+
+return M
