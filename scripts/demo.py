@@ -2,7 +2,9 @@
 
 Everything Neovim would write (config, data, state, cache) goes
 to a temporary directory that is removed afterwards. Neovim runs in the current
-directory, in the foreground, so you can open :terminal and run `gemini`.
+directory, in the foreground: `:Gemini` (or `:Gemini qwen`) opens an agent beside it.
+The demo never writes your real HOME: it does not offer to turn IDE mode on in
+~/.gemini/settings.json (cli_settings = 'never'); Qwen needs nothing written.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HINT = (
-    "gemini-companion demo: open :terminal, run `gemini`, type `/ide enable`; :GeminiCompanionStatus shows the server"
+    "gemini-companion demo: :Gemini qwen (connected as it starts), or :Gemini and /ide enable once in it;"
+    " :GeminiCompanionStatus shows the server"
 )
 XDG_KEYS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
@@ -28,6 +31,8 @@ local root = vim.env.GEMINI_COMPANION_DEMO_ROOT
 vim.opt.runtimepath:prepend(root)
 vim.opt.shadafile = 'NONE'
 vim.opt.swapfile = false
+-- Your real ~/.gemini/settings.json is not the demo's to change.
+require('gemini_companion').setup({ cli_settings = 'never' })
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
