@@ -300,3 +300,19 @@ def test_external_provider_runs_the_template_and_says_what_it_cannot_do(editor_f
     editor.lua("require('gemini_companion.agents').stop()")
     wait_for(lambda: agent(editor, "far") is None, what="the program stopped")
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto"])
+def test_a_users_ide_enabled_false_is_never_overwritten(editor_factory, sandbox, log, mode):
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('{\n  "ide": {"enabled": false},\n  "theme": "x"\n}\n')
+    before = settings.read_bytes()
+    setup = fake_agents(log)
+    setup["agents"]["gemini"] = setup["agents"].pop("fake")  # Gemini, by its name
+    setup.update(default_agent="gemini", cli_settings=mode)
+    editor = editor_factory(setup=setup)
+    editor.nvim.command("Gemini")  # no question: it would block this call
+    wait_for(lambda: Path(str(log) + ".env").exists(), what="the agent started anyway")
+    assert settings.read_bytes() == before
+    assert "IDE mode is off in ~/.gemini/settings.json" in editor.messages()

@@ -5,8 +5,10 @@ toggling, and the user's settings given back exactly."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -14,7 +16,18 @@ import pytest
 
 from conftest import TESTS, Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn, qwen_edit
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui, tmux_available
+from e2e.tui import (
+    E2E_TIMEOUT,
+    GEMINI_BIN,
+    NODE22,
+    QWEN_CLI,
+    READY,
+    Tui,
+    gemini_settings,
+    qwen_settings,
+    terminal_env,
+    tmux_available,
+)
 
 pytestmark = [
     pytest.mark.e2e,
@@ -22,6 +35,15 @@ pytestmark = [
 ]
 
 
+def agent_screen(tui: Tui, name: str) -> str:
+    return tui.lua(
+        "local a = require('gemini_companion.agents').get(...)"
+        " return a and table.concat(vim.api.nvim_buf_get_lines(a.buf, 0, -1, false), '\\n') or ''",
+        name,
+    )
+
+
+@contextmanager
 def neovim_with_agents(
     sandbox: Sandbox, target: Path, script: list[Turn], setup: dict
 ) -> Iterator[tuple[Tui, FakeModel, Path]]:
@@ -41,7 +63,8 @@ def qwen(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
     target = sandbox.project / "notes.txt"
     target.write_text("alpha\nbeta\n")
     setup = {"agents": {"qwen": {"cmd": [str(NODE22), str(QWEN_CLI)]}}, "default_agent": "qwen"}
-    yield from neovim_with_agents(sandbox, target, [*qwen_edit(target), Turn(text="Explained.")], setup)
+    with neovim_with_agents(sandbox, target, [*qwen_edit(target), Turn(text="Explained.")], setup) as running:
+        yield running
 
 
 def test_gemini_command_starts_qwen_connected_without_typing(qwen, sandbox):
@@ -84,7 +107,8 @@ def gemini(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
     replace = {"file_path": str(target), "instruction": "-", "old_string": "world", "new_string": "there"}
     script = [Turn(call="replace", args=replace), Turn(text="All done."), Turn(text="Seen it.")]
     setup = {"agents": {"gemini": {"cmd": [str(GEMINI_BIN)]}}, "cli_settings": "ask"}
-    yield from neovim_with_agents(sandbox, target, script, setup)
+    with neovim_with_agents(sandbox, target, script, setup) as running:
+        yield running
 
 
 def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini, sandbox):
@@ -147,7 +171,7 @@ def tmux_agents(sandbox: Sandbox) -> Iterator[tuple[Tui, Path]]:
     }
     qwen = {"cmd": [str(NODE22), str(QWEN_CLI)]}
     setup = {"agents": {"fake": fake, "qwen": qwen}, "default_agent": "fake", "terminal": {"provider": "tmux"}}
-    for tui, _model, _target in neovim_with_agents(sandbox, target, [Turn(text="Hi.")], setup):
+    with neovim_with_agents(sandbox, target, [Turn(text="Hi.")], setup) as (tui, _model, _target):
         yield tui, log
 
 
@@ -187,3 +211,77 @@ def test_tmux_provider_runs_agents_in_a_pane_beside_neovim(tmux_agents):
     tui.tmux("select-pane", "-t", nvim_pane)
     tui.ex("qa!")
     wait_for(lambda: not psutil.pid_exists(pid) and not psutil.pid_exists(qwen_pid), 30, "the agents gone")
+
+
+def test_gemini_and_qwen_at_once_each_review_names_its_agent(sandbox):
+    greeting, notes = sandbox.project / "greeting.txt", sandbox.project / "notes.txt"
+    greeting.write_text("hello\nworld\n")
+    notes.write_text("alpha\nbeta\n")
+    replace = {"file_path": str(greeting), "instruction": "-", "old_string": "world", "new_string": "there"}
+    qwen_model = FakeModel(qwen_edit(notes))
+    setup = {
+        "agents": {
+            "gemini": {"cmd": [str(GEMINI_BIN)]},
+            "qwen": {"cmd": [str(NODE22), str(QWEN_CLI)], "env": {"OPENAI_BASE_URL": f"{qwen_model.url}/v1"}},
+        },
+        "cli_settings": "auto",
+    }
+    script = [Turn(call="replace", args=replace), Turn(text="All done.")]
+    try:
+        with neovim_with_agents(sandbox, greeting, script, setup) as (tui, gemini_model, _):
+            for name, model, target, ask, done in (
+                ("gemini", gemini_model, greeting, "greet there instead of world", "hello\nthere\n"),
+                ("qwen", qwen_model, notes, "change beta to gamma in notes.txt", "alpha\ngamma\n"),
+            ):
+                tui.ex(f"Gemini {name}")
+                wait_for(lambda n=name: READY in agent_screen(tui, n), E2E_TIMEOUT, f"{name}'s prompt")
+                tui.prompt(ask, lambda m=model: m.requests)
+                assert tui.wait_diff()["agent"].startswith(f"{name} (")
+                tui.ex("w")
+                wait_for(lambda t=target, d=done: t.read_text() == d, E2E_TIMEOUT, f"{name} to write its file")
+            labels = sorted(c["label"] for c in tui.status()["clients"])
+            assert labels == ["gemini (Gemini CLI 0.61.0)", "qwen (Qwen Code 0.24.4)"]
+    finally:
+        qwen_model.close()
+
+
+def test_qwen_respects_a_users_ide_enabled_false(sandbox):
+    target = sandbox.project / "notes.txt"
+    target.write_text("alpha\n")
+    setup = {"agents": {"qwen": {"cmd": [str(NODE22), str(QWEN_CLI)]}}, "default_agent": "qwen"}
+    with neovim_with_agents(sandbox, target, [], setup) as (tui, _model, _target):
+        settings = sandbox.home / ".qwen" / "settings.json"
+        settings.write_text(json.dumps({**json.loads(settings.read_text()), "ide": {"enabled": False}}))
+        tui.ex("Gemini")
+        tui.wait_screen(READY)
+        tui.type("/ide status")
+        tui.wait_screen("/ide status")
+        tui.keys("Enter")
+        tui.wait_screen("IDE integration is currently disabled")  # our defaults file is the lowest layer
+        assert tui.status()["clients"] == []
+
+
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_ide_mode_in_the_users_settings_is_quiet_outside_neovim(sandbox, cli):
+    """What enable-cli writes, read by a CLI started in a plain terminal (no Neovim anywhere)."""
+    gemini_settings(sandbox.home, ide_enabled=True)
+    qwen_settings(sandbox.home, ide_enabled=True)
+    model = FakeModel([])
+    socket = sandbox.base / "plain-tmux.sock"
+    command = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}[cli]
+    tmux = ["tmux", "-S", str(socket), "-f", "/dev/null"]
+    env = terminal_env(sandbox, model.url)
+    try:
+        subprocess.run([*tmux, "new-session", "-d", "-x", "200", "-y", "50", *command], env=env, check=True)
+        screen = wait_for(
+            lambda: (
+                READY in (s := subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True).stdout)
+                and s
+            ),
+            E2E_TIMEOUT,
+            f"{cli}'s prompt",
+        )
+        assert "IDE" not in screen and "/ide" not in screen, screen
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        model.close()

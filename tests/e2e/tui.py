@@ -75,22 +75,7 @@ class Tui:
         self.nvim_socket = sandbox.base / f"nvim-{name}.sock"
         gemini_settings(sandbox.home, ide_enabled)
         qwen_settings(sandbox.home, ide_enabled)
-        # A user's terminal is no CI job: with CI (or CI_*) set, both CLIs' UI framework
-        # switches to non-interactive output and never shows its prompt.
-        user_env = {k: v for k, v in sandbox.env.items() if k not in ("CI", "CONTINUOUS_INTEGRATION")}
-        user_env = {k: v for k, v in user_env.items() if not k.startswith("CI_")}
-        self.env = dict(
-            user_env,
-            TERM="xterm-256color",
-            GEMINI_CLI_HOME=str(sandbox.home),
-            GOOGLE_GEMINI_BASE_URL=model_url,
-            GEMINI_API_KEY="stand-in",
-            GEMINI_CLI_TRUST_WORKSPACE="true",
-            OPENAI_API_KEY="stand-in",
-            OPENAI_BASE_URL=f"{model_url}/v1",
-            OPENAI_MODEL="fake-model",
-            QWEN_HOME=str(sandbox.home / ".qwen"),
-        )
+        self.env = terminal_env(sandbox, model_url)
         if setup is not None:
             self.env["GEMINI_COMPANION_SETUP"] = json.dumps(setup)
         argv = [nvim_binary(), "--listen", str(self.nvim_socket), "-u", str(INIT), *files]
@@ -173,6 +158,26 @@ class Tui:
         except Exception:  # noqa: BLE001 - Neovim may be gone already
             pass
         subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=TIMEOUT)
+
+
+def terminal_env(sandbox: Sandbox, model_url: str) -> dict[str, str]:
+    """A user's terminal, with both CLIs pointed at the scripted model."""
+    # A user's terminal is no CI job: with CI (or CI_*) set, both CLIs' UI framework
+    # switches to non-interactive output and never shows its prompt.
+    user_env = {k: v for k, v in sandbox.env.items() if k not in ("CI", "CONTINUOUS_INTEGRATION")}
+    user_env = {k: v for k, v in user_env.items() if not k.startswith("CI_")}
+    return dict(
+        user_env,
+        TERM="xterm-256color",
+        GEMINI_CLI_HOME=str(sandbox.home),
+        GOOGLE_GEMINI_BASE_URL=model_url,
+        GEMINI_API_KEY="stand-in",
+        GEMINI_CLI_TRUST_WORKSPACE="true",
+        OPENAI_API_KEY="stand-in",
+        OPENAI_BASE_URL=f"{model_url}/v1",
+        OPENAI_MODEL="fake-model",
+        QWEN_HOME=str(sandbox.home / ".qwen"),
+    )
 
 
 def launch(sandbox: Sandbox, model_url: str, files: list[str], cli: str, name: str = "e2e") -> Tui:
