@@ -2,12 +2,14 @@
 
 Started by the plugin in a Neovim terminal; FAKE_AGENT_LOG names the file it appends to
 (raw bytes: pastes, Enter). Its environment at start goes to FAKE_AGENT_LOG + ".env".
-FAKE_AGENT_SCREEN replaces what it shows first.
+FAKE_AGENT_SCREEN replaces what it shows first; FAKE_AGENT_STAMP names a file that gets the
+time (CLOCK_MONOTONIC, ns) a paste's end arrived.
 """
 
 import json
 import os
 import sys
+import time
 import tty
 
 log = os.environ["FAKE_AGENT_LOG"]
@@ -22,5 +24,8 @@ while True:
         break
     with open(log, "ab") as out:
         out.write(data)
+    if b"\x1b[201~" in data and os.environ.get("FAKE_AGENT_STAMP"):  # a paste's end, on the bench's clock
+        with open(os.environ["FAKE_AGENT_STAMP"], "w") as stamp:
+            stamp.write(str(time.monotonic_ns()))
     if b"\x04" in data:  # Ctrl-D: exit, as the CLIs do on a second Ctrl-D
         break

@@ -18,6 +18,7 @@ local M = {}
 ---@field pane string? tmux: the pane id.
 ---@field hidden boolean? tmux: moved to a background window.
 ---@field exited boolean? The process ended.
+---@field ready boolean? It has taken input once: no more waiting before a send.
 ---@field started number vim.uv.hrtime() at start.
 ---@field cli 'gemini'|'qwen'|nil Which CLI its command runs, when its package says so.
 ---@field version string The CLI's version from its package ('' when unknown).
@@ -280,7 +281,7 @@ end
 ---@param agent gemini_companion.Agent
 ---@param fn fun()
 local function when_ready(agent, fn)
-  if (vim.uv.hrtime() - agent.started) / 1e6 > READY_MAX_MS or agent.provider.screen(agent) == nil then
+  if agent.ready or (vim.uv.hrtime() - agent.started) / 1e6 > READY_MAX_MS or agent.provider.screen(agent) == nil then
     return fn()
   end
   local timer = assert(vim.uv.new_timer())
@@ -298,6 +299,7 @@ local function when_ready(agent, fn)
         timer:stop()
         timer:close()
         if running[agent.name] == agent then
+          agent.ready = true
           fn()
         end
       end
