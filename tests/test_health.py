@@ -51,6 +51,25 @@ def test_health_is_ok_for_a_running_server(editor):
     assert "GEMINI_CLI_IDE_AUTH_TOKEN is set" in report
 
 
+def test_health_checks_each_agent_and_gemini_ide_mode(editor_factory, sandbox):
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('{"ide": {"enabled": false}}')
+    setup = {
+        "agents": {
+            "here": {"cmd": ["sh"]},
+            "gone": {"cmd": ["no-such-cli"]},
+            "far": {"cmd": ["sh"], "provider": "external"},
+        },
+        "default_agent": "here",
+    }
+    report = checkhealth(editor_factory(setup=setup))
+    assert "OK here: sh (native)" in report
+    assert "WARNING gone: no-such-cli (native): not on PATH" in report
+    assert "ERROR far: sh (external): terminal.external.cmd is not set" in report
+    assert f"WARNING Gemini CLI: you turned IDE mode off in {settings}" in report
+
+
 def test_health_reports_an_unsafe_discovery_directory(editor_factory, sandbox):
     unsafe = sandbox.tmp / "gemini"
     unsafe.mkdir()

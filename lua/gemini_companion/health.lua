@@ -148,11 +148,51 @@ local function check_server()
     })
   end
   if #s.clients == 0 then
-    health.info('no clients connected (in :terminal run `gemini`, then `/ide enable`)')
+    health.info('no clients connected (:Gemini starts one connected)')
   end
   for _, client in ipairs(s.clients) do
-    health.info(('client %s %s (session %s)'):format(client.name, client.version, client.session))
+    health.info(('client %s (session %s)'):format(client.label or client.name, client.session))
   end
+end
+
+--- Each configured agent: can it start, where would it run, and (Gemini) will it connect.
+local function check_agents()
+  health.start(message.prefixed('agents (:Gemini)'))
+  local options = require('gemini_companion.config').options
+  local cli_settings = require('gemini_companion.cli_settings')
+  local names = vim.tbl_keys(options.agents)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local agent = options.agents[name]
+    local provider = agent.provider or options.terminal.provider
+    local where = ('%s: %s (%s)'):format(name, table.concat(agent.cmd, ' '), provider)
+    if vim.fn.executable(agent.cmd[1]) == 0 then
+      health.warn(where .. ': not on PATH', { ('install it, or set agents.%s.cmd'):format(name) })
+    elseif provider == 'tmux' and not vim.env.TMUX then
+      health.warn(where .. ': Neovim is not running inside tmux', { "terminal.provider = 'native'" })
+    elseif provider == 'external' and not ((agent.external or {}).cmd or options.terminal.external.cmd) then
+      health.error(where .. ': terminal.external.cmd is not set', { "e.g. { 'kitty', '{cmd}' }" })
+    else
+      health.ok(where)
+    end
+  end
+  local enabled = cli_settings.ide_enabled('gemini')
+  local path = cli_settings.path('gemini')
+  if enabled == true then
+    health.ok(('Gemini CLI: IDE mode on in %s'):format(path))
+  elseif enabled == false then
+    health.warn(('Gemini CLI: you turned IDE mode off in %s (ide.enabled: false)'):format(path), {
+      '/ide enable in the CLI, or :GeminiCompanion enable-cli gemini',
+    })
+  else
+    health.info(
+      ('Gemini CLI: IDE mode is not on in %s; the first :Gemini offers it (cli_settings = %q)'):format(
+        path,
+        options.cli_settings
+      )
+    )
+  end
+  health.ok('Qwen Code: IDE mode comes with the per-session defaults file (nothing written to its settings)')
 end
 
 ---@param label string
@@ -236,6 +276,7 @@ function M.check()
   local probe = check_python()
   check_host_process()
   check_server()
+  check_agents()
   if probe then
     check_directories(probe)
   end
