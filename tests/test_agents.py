@@ -279,7 +279,10 @@ def test_terminal_answers_typed_into_a_slow_starting_cli_are_taken_back(editor_f
 
 def test_external_provider_runs_the_template_and_says_what_it_cannot_do(editor_factory, sandbox):
     out = sandbox.base / "external"
-    script = f'printf "%s\\n" "$@" > {out}.args; env > {out}.env; exec sleep 600'
+    # Each file appears whole (written aside, then renamed): the test reads it as soon as it exists.
+    script = (
+        f'printf "%s\\n" "$@" > {out}.a; mv {out}.a {out}.args; env > {out}.e; mv {out}.e {out}.env; exec sleep 600'
+    )
     setup = {
         "agents": {"far": {"cmd": ["true", "--flag"]}},
         "default_agent": "far",
