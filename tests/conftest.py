@@ -28,6 +28,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 INIT = TESTS / "init.lua"
 NODE_DIR = TESTS / "node"
+PYLSP_BIN = str(Path(sys.executable).with_name("pylsp"))  # python-lsp-server, from the dev extras
+# How many setups start a language server: on FileType, for any buffer (nvim-lspconfig's legacy way).
+PYLSP = """
+local pylsp = ...
+vim.api.nvim_create_autocmd('FileType', {pattern = 'python', callback = function(ev)
+  vim.lsp.start({name = 'pylsp', cmd = {pylsp}, root_dir = vim.fn.getcwd()}, {bufnr = ev.buf})
+end})
+"""
 TIMEOUT = 60.0  # generous: CI machines are shared and often loaded
 
 

@@ -30,9 +30,10 @@ def initialize_request(name: str = "raw-probe") -> dict[str, Any]:
 
 
 class RawSession:
-    def __init__(self, port: int, token: str) -> None:
+    def __init__(self, port: int, token: str, path: str = "/mcp") -> None:
         self.port = port
         self.token = token
+        self.path = path
         self.session_id: str | None = None
 
     def headers(self, **extra: str) -> dict[str, str]:
@@ -46,7 +47,7 @@ class RawSession:
     def post_raw(self, body: bytes, **extra: str) -> tuple[int, list[dict[str, Any]], http.client.HTTPResponse]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
-            conn.request("POST", "/mcp", body=body, headers=self.headers(**extra))
+            conn.request("POST", self.path, body=body, headers=self.headers(**extra))
             response = conn.getresponse()
             data = response.read()
             messages = parse_body(response.getheader("content-type", ""), data) if response.status < 300 else []
@@ -74,7 +75,7 @@ class RawSession:
     def open_stream(self) -> http.client.HTTPResponse:
         """The client's GET stream for server notifications (caller reads and closes it)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        conn.request("GET", "/mcp", headers=self.headers(Accept="text/event-stream"))
+        conn.request("GET", self.path, headers=self.headers(Accept="text/event-stream"))
         response = conn.getresponse()
         assert response.status == 200, response.status
         return response

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import TIMEOUT, Editor, wait_for
+from conftest import PYLSP, PYLSP_BIN, TIMEOUT, Editor, wait_for
 from test_diff import Review, settle, write
 
 
@@ -588,19 +587,9 @@ def test_a_restored_session_brings_back_no_empty_review(review, project, editor_
     assert tabs(restored) == 1, "no empty review tab"
 
 
-# How many setups start a server: on FileType, for any buffer (nvim-lspconfig's legacy way).
-PYLSP = """
-local pylsp = ...
-vim.api.nvim_create_autocmd('FileType', {pattern = 'python', callback = function(ev)
-  vim.lsp.start({name = 'pylsp', cmd = {pylsp}, root_dir = vim.fn.getcwd()}, {bufnr = ev.buf})
-end})
-"""
-
-
 def test_no_language_server_on_review_buffers(review, project):
-    pylsp = str(Path(sys.executable).with_name("pylsp"))  # python-lsp-server, from the dev extras
     editor = review.editor
-    editor.lua(PYLSP, pylsp)
+    editor.lua(PYLSP, PYLSP_BIN)
     source = project / "mod.py"
     write(source, b"import os\n")
     editor.nvim.command(f"edit {source}")

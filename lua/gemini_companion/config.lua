@@ -8,6 +8,12 @@
 ---@field default_agent string The agent `:Gemini` runs without a name.
 ---@field terminal gemini_companion.TerminalConfig Where agents run.
 ---@field cli_settings 'ask'|'auto'|'never' Turning IDE mode on in Gemini CLI's user settings before `:Gemini` starts it.
+---@field tools gemini_companion.ToolsConfig The model's editor tools.
+
+---@class gemini_companion.ToolsConfig
+---@field enabled boolean Register the editor tools with the CLIs (Qwen's session defaults, Gemini's enable-cli).
+---@field trust boolean Mark the read-only tools trusted, so the CLI does not ask before each call.
+---@field open_file boolean Let the model show you a file (never trusted: the CLI asks first).
 
 ---@class gemini_companion.AgentSpec
 ---@field cmd string[] The command line (no shell).
@@ -78,6 +84,7 @@ M.defaults = {
   },
   default_agent = 'gemini',
   cli_settings = 'ask',
+  tools = { enabled = true, trust = true, open_file = true },
   terminal = {
     provider = 'native',
     window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
@@ -226,6 +233,12 @@ function M.set(opts)
   check('default_agent', merged.default_agent, 'the name of an agent', merged.agents[merged.default_agent] ~= nil)
   local mode = merged.cli_settings
   check('cli_settings', mode, "'ask', 'auto' or 'never'", mode == 'ask' or mode == 'auto' or mode == 'never')
+  local tools = merged.tools
+  check('tools', tools, 'a table', type(tools) == 'table')
+  no_unknown_keys('tools.', tools, M.defaults.tools)
+  for _, key in ipairs({ 'enabled', 'trust', 'open_file' }) do
+    check('tools.' .. key, tools[key], 'a boolean', type(tools[key]) == 'boolean')
+  end
   local terminal = merged.terminal
   check('terminal', terminal, 'a table', type(terminal) == 'table')
   no_unknown_keys('terminal.', terminal, M.defaults.terminal)

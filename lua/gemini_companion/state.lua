@@ -15,6 +15,7 @@ local M = {}
 ---@field python string?
 ---@field clients {name: string, version: string, session: string, stream: boolean, label: string, agent: string?}[]
 ---@field diffs {id: integer, file: string, session: string, agent: string}[]
+---@field tools {url: string, headers: table<string, string>}? The model's editor tools endpoint.
 ---@field agents {name: string, pid: integer, visible: boolean}[] Lua's own: the running agents.
 
 ---@type gemini_companion.Status

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import discovery
+from .http_guard import EDITOR_PATH, MCP_PATH
 
 CLI_NAMES = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}
 FIRST_AGENT_PID = 2**22 + 1  # above PID_MAX_LIMIT on 64-bit Linux
@@ -36,14 +37,19 @@ AGENT_PORTS = range(1, 1024)
 
 @dataclass(frozen=True)
 class Identity:
-    cli: str  # "gemini" | "qwen": whose discovery file the token came from
+    cli: str  # "gemini" | "qwen": whose discovery file the token came from; "model": the editor tools'
     agent: str | None = None  # the managed agent's name; None: a CLI the plugin did not start
     version: str = ""  # the CLI's version from its package (Qwen reports a fixed 1.0.0)
+
+    @property
+    def path(self) -> str:
+        """The one endpoint this token opens: the IDE client's, or the model's tools."""
+        return EDITOR_PATH if self.cli == "model" else MCP_PATH
 
     def label(self, client_version: str) -> str:
         """`qwen (Qwen Code 0.24.4)`, `external Gemini CLI 0.61.0`."""
         version = self.version or (client_version if self.cli == "gemini" else "")
-        product = f"{CLI_NAMES.get(self.cli, self.cli)} {version}".strip()
+        product = f"{CLI_NAMES.get(self.cli, 'the model')} {version}".strip()
         return f"{self.agent} ({product})" if self.agent else f"external {product}"
 
 
@@ -83,6 +89,7 @@ class Access:
             self._tokens = {
                 _bearer(ad.token): Identity("gemini"),
                 _bearer(ad.qwen_token): Identity("qwen"),
+                _bearer(ad.tools_token): Identity("model"),
             }
 
     def register(

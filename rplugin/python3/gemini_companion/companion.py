@@ -23,6 +23,7 @@ from .access import Access
 from .context import ContextFeature
 from .diff import DiffFeature
 from .feature import Feature
+from .tools import ToolsFeature
 
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
@@ -52,7 +53,8 @@ class Companion:
         self._seq = 0
         self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
         self._access = Access()  # the tokens we accept: whose each one is
-        self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self)]
+        self._tools = ToolsFeature(editor, self, lambda: list(self._ad.workspace) if self._ad else [])
+        self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self), self._tools]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
@@ -194,6 +196,12 @@ class Companion:
                 "discovery_errors": list(self._discovery_errors),
                 "clients": list(self._clients),
                 "diffs": [],
+                "tools": {
+                    "url": contract.tools_url(ad),
+                    "headers": {"Authorization": f"Bearer {ad.tools_token}"},
+                }
+                if ad
+                else None,
             }
         for feature in self._features:
             status.update(feature.status())
@@ -229,6 +237,7 @@ class Companion:
             on_stream_open=self._on_stream_open,
             on_client_gone=self._on_client_gone,
             tools=[tool for feature in self._features for tool in feature.tools()],
+            model_tools=self._tools.model_tools(),
         )
         server = mcp_server.McpServer(sock, self._access.identify, ad.port, hooks, mcp_server.Limits())
         with self._lock:

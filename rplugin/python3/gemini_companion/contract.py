@@ -13,6 +13,11 @@ from collections.abc import Callable
 from typing import TypedDict
 
 from .discovery import Advertisement
+from .http_guard import EDITOR_PATH
+
+
+def tools_url(ad: Advertisement) -> str:
+    return f"http://127.0.0.1:{ad.port}{EDITOR_PATH}"
 
 
 class ClientInfo(TypedDict):
@@ -31,6 +36,11 @@ class DiffInfo(TypedDict):
     agent: str  # the proposing client's label
 
 
+class ToolsEndpoint(TypedDict):
+    url: str
+    headers: dict[str, str]
+
+
 class Status(TypedDict):
     running: bool
     state: str  # stopped | starting | running | failed
@@ -45,6 +55,7 @@ class Status(TypedDict):
     discovery_errors: list[str]
     clients: list[ClientInfo]
     diffs: list[DiffInfo]
+    tools: ToolsEndpoint | None  # the model's editor tools (tools.py); None when stopped
 
 
 TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
@@ -54,6 +65,10 @@ TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
     "GEMINI_CLI_IDE_PID": lambda ad: str(ad.ide_pid),
     "QWEN_CODE_IDE_SERVER_PORT": lambda ad: str(ad.port),
     "QWEN_CODE_IDE_WORKSPACE_PATH": lambda ad: ad.workspace_path,
+    # The model's editor tools, as `${VAR:-}` in Gemini's settings (cli_settings.lua): outside
+    # Neovim the URL expands to nothing and Gemini skips the server silently.
+    "GEMINI_COMPANION_MCP_URL": lambda ad: tools_url(ad),
+    "GEMINI_COMPANION_MCP_TOKEN": lambda ad: ad.tools_token,
     # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
     "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.gemini_stdio()["command"],
     "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.gemini_stdio()["args"]),

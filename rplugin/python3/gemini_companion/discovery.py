@@ -163,6 +163,7 @@ class Advertisement:
     port: int
     token: str  # in the Gemini file
     qwen_token: str  # in the Qwen lock file: a different one tells the server which CLI connected
+    tools_token: str  # for the model's editor tools (tools.py), given to the CLIs' settings
     ide_pid: int
     nvim_pid: int
     workspace: list[str]

@@ -2,7 +2,8 @@
 
 Checks, in order, before any byte of the body is read or any handler runs:
 Host is 127.0.0.1:PORT or localhost:PORT (DNS rebinding), no Origin header at
-all (browsers always send one; the CLIs never do), path is /mcp, and
+all (browsers always send one; the CLIs never do), path is /mcp (the IDE client's)
+or /mcp/editor (the model's tools), and
 `Authorization: Bearer <token>` known to `identify` (which compares in constant
 time); the identity it returns goes on in `scope["identity"]`.
 WebSocket upgrades are refused outright.
@@ -20,7 +21,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-MCP_PATH = "/mcp"
+MCP_PATH = "/mcp"  # the IDE client's endpoint
+EDITOR_PATH = "/mcp/editor"  # the model's editor tools (tools.py)
 
 
 async def reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -60,7 +62,7 @@ class RequestGuard:
         if b"origin" in headers:
             await reply(send, 403, "origin not allowed")
             return
-        if scope["path"] != MCP_PATH:
+        if scope["path"] not in (MCP_PATH, EDITOR_PATH):
             await reply(send, 404, "not found")
             return
         identity = self._identify(headers.get(b"authorization", b""))

@@ -44,6 +44,7 @@ def launch(nvim_pid: int, workspace: list[str]) -> Launch:
         port=sock.getsockname()[1],
         token=secrets.token_urlsafe(32),
         qwen_token=secrets.token_urlsafe(32),
+        tools_token=secrets.token_urlsafe(32),
         ide_pid=ide_pid(nvim_pid),
         nvim_pid=nvim_pid,
         workspace=clean_roots(workspace),

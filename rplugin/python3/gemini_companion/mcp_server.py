@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from .feature import Tool, error
-from .http_guard import Receive, RequestGuard, Scope, Send, reply
+from .http_guard import EDITOR_PATH, MCP_PATH, Receive, RequestGuard, Scope, Send, reply
 
 if TYPE_CHECKING:
     from .access import Identity
@@ -65,6 +65,7 @@ class Session:
     busy: int = 0  # requests in flight
     stream: asyncio.Queue[bytes | None] | None = None  # set while the GET stream is open
     identity: Identity | None = None  # whose token opened it; only that token may use it
+    path: str = MCP_PATH  # the endpoint it was opened on
 
     @property
     def label(self) -> str:
@@ -91,7 +92,8 @@ class Hooks:
     # A client's notification stream just opened: the place to send it current state.
     on_stream_open: Callable[[str], Coroutine[Any, Any, None]]
     on_client_gone: Callable[[str], None] = lambda _sid: None
-    tools: list[Tool] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)  # the IDE client's (openDiff, closeDiff)
+    model_tools: list[Tool] = field(default_factory=list)  # the model's, on EDITOR_PATH (tools.py)
 
 
 class RpcError(Exception):
@@ -109,7 +111,12 @@ class McpServer:
         self._sock = sock
         self._hooks = hooks
         self._limits = limits
-        self._tools = {tool.name: tool for tool in hooks.tools}
+        # Each endpoint serves its own tools: the model never sees openDiff, the IDE client never
+        # sees the editor tools.
+        self._tools = {
+            MCP_PATH: {tool.name: tool for tool in hooks.tools},
+            EDITOR_PATH: {tool.name: tool for tool in hooks.model_tools},
+        }
         self._sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -166,8 +173,9 @@ class McpServer:
             log.debug("dropped %s for %s", method, session_id[:8])
 
     def broadcast(self, method: str, params: dict[str, Any] | None) -> None:
-        for session_id in list(self._sessions):
-            self.send(session_id, method, params)
+        for session in list(self._sessions.values()):
+            if session.path == MCP_PATH:  # IDE notifications are for IDE clients
+                self.send(session.id, method, params)
 
     # --- server thread: serving ----------------------------------------------
 
@@ -239,6 +247,8 @@ class McpServer:
         identity = scope["identity"]  # set by the guard: whose token this is
         method = scope["method"]
         try:
+            if identity.path != scope["path"]:
+                raise RpcError(403, -32600, "this token is not for this endpoint")
             _check_protocol_version(headers)
             if method == "POST":
                 await self._post(headers, identity, receive, send)
@@ -331,6 +341,7 @@ class McpServer:
             name=str(info.get("name", "unknown"))[:100],
             version=str(info.get("version", ""))[:100],
             identity=identity,
+            path=identity.path,
         )
         self._sessions[session.id] = session
         asked = params["protocolVersion"]
@@ -348,7 +359,7 @@ class McpServer:
         if name == "tools/list":
             tools = [
                 {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                for t in self._tools.values()
+                for t in self._tools[session.path].values()
             ]
             return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}}
         if name != "tools/call":
@@ -358,7 +369,7 @@ class McpServer:
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             return _error(request_id, -32602, "tools/call arguments must be an object")
-        tool = self._tools.get(params["name"])
+        tool = self._tools[session.path].get(params["name"])
         if tool is None:
             result = error(f"unknown tool: {params['name']}")
         else:
@@ -410,8 +421,11 @@ class McpServer:
     # --- clients ---------------------------------------------------------------
 
     def _list(self, session: Session) -> None:
-        """Show an initialized session as a client; its state goes out once its stream is open."""
+        """Show an initialized session as a client; its state goes out once its stream is open.
+        (The model's tool sessions are no IDE clients: never listed, sent no state.)"""
         if session.listed or not session.initialized or self._sessions.get(session.id) is not session:
+            return
+        if session.path != MCP_PATH:
             return
         session.listed = True
         self._publish_clients()

@@ -1,0 +1,487 @@
+--- The model's editor tools, answered from Neovim (tools.py has checked every argument and
+--- resolved every path into the workspace). Each call ends with one `tool_result`; language
+--- server requests are asynchronous and bounded, so nothing here blocks typing.
+local host = require('gemini_companion.host')
+
+local M = {}
+
+local MAX_DIAGNOSTICS = 500
+local LSP_TIMEOUT_MS = 5000
+local ATTACH_TIMEOUT_MS = 3000
+local SEVERITY = { error = 1, warning = 2, info = 3, hint = 4 }
+local SEVERITY_NAME = { 'error', 'warning', 'info', 'hint' }
+
+---@param id integer
+---@param result any
+---@param err? string
+local function reply(id, result, err)
+  host.notify('tool_result', { id = id, result = result, error = err })
+end
+
+---@param path string
+---@param roots string[]
+---@return string? relative path, when inside a root
+local function relative(path, roots)
+  for _, root in ipairs(roots) do
+    if path == root then
+      return '.'
+    end
+    if vim.startswith(path, root .. '/') then
+      return path:sub(#root + 2)
+    end
+  end
+end
+
+--- Resolved file path of a buffer (cached per call).
+---@param buf integer
+---@param cache table<integer, string|false>
+---@return string?
+local function buffer_path(buf, cache)
+  if cache[buf] == nil then
+    local name = vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) or ''
+    cache[buf] = name ~= '' and (vim.uv.fs_realpath(name) or name) or false
+  end
+  return cache[buf] or nil
+end
+
+--- The loaded file buffer of a resolved path.
+---@param path string
+---@return integer?
+local function loaded_buffer(path)
+  local cache = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and buffer_path(buf, cache) == path then
+      return buf
+    end
+  end
+end
+
+---@param path string
+---@return string? text
+local function read_file(path)
+  local file = io.open(path, 'rb')
+  if not file then
+    return nil
+  end
+  local text = file:read('*a')
+  file:close()
+  return text
+end
+
+--- The buffer's text as it would be written (line endings and final newline included).
+---@param buf integer
+---@param lines string[]
+---@return string
+local function as_written(buf, lines)
+  local eol = vim.bo[buf].fileformat == 'dos' and '\r\n' or '\n'
+  local final = (vim.bo[buf].eol or vim.bo[buf].fixeol) and #lines > 0 and eol or ''
+  return table.concat(lines, eol) .. final
+end
+
+local handlers = {}
+
+function handlers.get_diagnostics(args, done)
+  local worst = SEVERITY[args.severity or 'hint']
+  local buf = nil
+  if args.path then
+    buf = loaded_buffer(args.path)
+    if not buf then
+      return done({ diagnostics = {}, count = 0, omitted = 0, note = 'the file is not open in the editor' })
+    end
+  end
+  local cache, items = {}, {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    local path = d.severity <= worst and buffer_path(d.bufnr, cache)
+    local rel = path and relative(path, args.roots)
+    if rel then
+      table.insert(items, {
+        path = rel,
+        line = d.lnum + 1,
+        column = d.col + 1,
+        end_line = (d.end_lnum or d.lnum) + 1,
+        end_column = (d.end_col or d.col) + 1,
+        severity = SEVERITY_NAME[d.severity],
+        source = d.source,
+        code = d.code,
+        message = d.message,
+      })
+    end
+  end
+  table.sort(items, function(a, b)
+    if a.severity ~= b.severity then
+      return SEVERITY[a.severity] < SEVERITY[b.severity]
+    end
+    if a.path ~= b.path then
+      return a.path < b.path
+    end
+    return a.line < b.line
+  end)
+  local count = #items
+  for i = count, MAX_DIAGNOSTICS + 1, -1 do
+    items[i] = nil
+  end
+  done({ diagnostics = items, count = count, omitted = count - #items })
+end
+
+function handlers.get_open_buffers(args, done)
+  local current = vim.api.nvim_get_current_buf()
+  if vim.bo[current].buftype ~= '' then -- in the agent's terminal: the window the user came from
+    local previous = vim.fn.win_getid(vim.fn.winnr('#'))
+    current = previous ~= 0 and vim.api.nvim_win_get_buf(previous) or current
+  end
+  local cache, items = {}, {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local path = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buflisted and buffer_path(buf, cache)
+    local rel = path and relative(path, args.roots)
+    if rel then
+      local wins = vim.fn.win_findbuf(buf)
+      local cursor = #wins > 0 and vim.api.nvim_win_get_cursor(wins[1]) or vim.api.nvim_buf_get_mark(buf, '"')
+      table.insert(items, {
+        path = rel,
+        modified = vim.bo[buf].modified,
+        visible = #wins > 0,
+        current = buf == current,
+        cursor = { line = math.max(cursor[1], 1), column = cursor[2] + 1 },
+        filetype = vim.bo[buf].filetype,
+        line_count = vim.api.nvim_buf_line_count(buf),
+      })
+    end
+  end
+  done({ buffers = items })
+end
+
+function handlers.read_buffer(args, done)
+  local buf = loaded_buffer(args.path)
+  local lines, disk
+  if buf then
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  else
+    disk = read_file(args.path)
+    if not disk then
+      return done(nil, ('%s: no such file'):format(relative(args.path, args.roots)))
+    end
+    lines = vim.split(disk:gsub('\r?\n$', ''), '\r?\n')
+  end
+  local total = #lines
+  local first = math.min(args.start_line or 1, math.max(total, 1))
+  local last = math.min(args.end_line or total, total)
+  local unsaved = false
+  if buf then
+    local on_disk = read_file(args.path)
+    unsaved = on_disk == nil or on_disk ~= as_written(buf, lines)
+  end
+  done({
+    path = relative(args.path, args.roots),
+    text = table.concat(vim.list_slice(lines, first, last), '\n'),
+    start_line = first,
+    end_line = last,
+    line_count = total,
+    open_in_editor = buf ~= nil,
+    unsaved_edits = unsaved,
+  })
+end
+
+--- The file's buffer, loaded hidden if needed, once a language server that can answer `method`
+--- is attached (bounded): done(buf, nil) or done(nil, why).
+---@param path string
+---@param method string
+---@param done fun(buf: integer?, err: string?)
+local function lsp_buffer(path, method, done)
+  local buf = loaded_buffer(path)
+  if not buf then
+    buf = vim.fn.bufadd(path)
+    vim.fn.bufload(buf) -- hidden; its FileType autocommands start the language servers
+    if vim.bo[buf].filetype == '' then
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd('filetype detect')
+      end)
+    end
+  end
+  local started = vim.uv.hrtime()
+  local function try()
+    if #vim.lsp.get_clients({ bufnr = buf, method = method }) > 0 then
+      return done(buf)
+    end
+    if (vim.uv.hrtime() - started) / 1e6 > ATTACH_TIMEOUT_MS then
+      local any = #vim.lsp.get_clients({ bufnr = buf }) > 0
+      return done(
+        nil,
+        any and ('no language server attached to this file answers %s'):format(method)
+          or ('no language server is attached to this file (filetype %q)'):format(vim.bo[buf].filetype)
+      )
+    end
+    vim.defer_fn(try, 50)
+  end
+  try()
+end
+
+--- UTF-16 offset of a 1-based character column in a line (what most servers count).
+---@param text string
+---@param character integer
+---@return integer
+local function utf16(text, character)
+  local byte = vim.fn.byteidx(text, character - 1)
+  byte = byte < 0 and #text or byte
+  if vim.fn.has('nvim-0.11') == 1 then
+    return vim.str_utfindex(text, 'utf-16', byte, false)
+  end
+  local _, units = vim.str_utfindex(text, byte)
+  return units
+end
+
+--- Send `method` to the buffer's servers; done(results) or done(nil, why) after 5 s.
+---@param buf integer
+---@param method string
+---@param params table
+---@param done fun(results: table?, err: string?)
+local function request(buf, method, params, done)
+  local finished = false
+  local ok, cancel = pcall(vim.lsp.buf_request_all, buf, method, params, function(results)
+    if not finished then
+      finished = true
+      done(results)
+    end
+  end)
+  if not ok then
+    return done(nil, tostring(cancel))
+  end
+  vim.defer_fn(function()
+    if not finished then
+      finished = true
+      pcall(cancel)
+      done(nil, ('the language server did not answer %s within %d s'):format(method, LSP_TIMEOUT_MS / 1000))
+    end
+  end, LSP_TIMEOUT_MS)
+end
+
+--- A location as the model reads it: workspace-relative path, 1-based range, the line.
+---@param uri string
+---@param range table
+---@param roots string[]
+---@return table?
+local function location(uri, range, roots)
+  local path = vim.uri_to_fname(uri)
+  path = vim.uv.fs_realpath(path) or path
+  local rel = relative(path, roots)
+  if not rel then
+    return nil
+  end
+  local buf = loaded_buffer(path)
+  local line = buf and vim.api.nvim_buf_get_lines(buf, range.start.line, range.start.line + 1, false)[1]
+  if not line then
+    pcall(function()
+      local n = 0
+      for text in io.lines(path) do
+        if n == range.start.line then
+          line = text
+          break
+        end
+        n = n + 1
+      end
+    end)
+  end
+  return {
+    path = rel,
+    line = range.start.line + 1,
+    column = range.start.character + 1,
+    end_line = range['end'].line + 1,
+    end_column = range['end'].character + 1,
+    text = line and vim.trim(line) or nil,
+  }
+end
+
+--- Locations from every server's answer, those outside the workspace counted, not shown.
+local function locations(results, roots)
+  local items, outside, errors = {}, 0, {}
+  for _, answer in pairs(results) do
+    if answer.err then
+      table.insert(errors, answer.err.message)
+    end
+    local result = answer.result
+    if result and (result.uri or result.targetUri) then
+      result = { result }
+    end
+    for _, loc in ipairs(result or {}) do
+      local item = location(loc.uri or loc.targetUri, loc.range or loc.targetSelectionRange, roots)
+      if item then
+        table.insert(items, item)
+      else
+        outside = outside + 1
+      end
+    end
+  end
+  return items, outside, errors
+end
+
+---@param method string
+---@param shape fun(results: table, args: table): table
+local function position_tool(method, shape)
+  return function(args, done)
+    lsp_buffer(args.path, method, function(buf, err)
+      if not buf then
+        return done(nil, err)
+      end
+      local text = vim.api.nvim_buf_get_lines(buf, args.line - 1, args.line, false)[1]
+      if not text then
+        return done(nil, ('line %d is past the end of the file'):format(args.line))
+      end
+      local params = {
+        textDocument = { uri = vim.uri_from_bufnr(buf) },
+        position = { line = args.line - 1, character = utf16(text, args.character) },
+        context = { includeDeclaration = true },
+      }
+      request(buf, method, params, function(results, rerr)
+        if not results then
+          return done(nil, rerr)
+        end
+        done(shape(results, args))
+      end)
+    end)
+  end
+end
+
+handlers.lsp_definition = position_tool('textDocument/definition', function(results, args)
+  local items, outside = locations(results, args.roots)
+  return { definitions = items, outside_workspace = outside }
+end)
+
+handlers.lsp_references = position_tool('textDocument/references', function(results, args)
+  local items, outside = locations(results, args.roots)
+  return { references = items, count = #items, outside_workspace = outside }
+end)
+
+handlers.lsp_hover = position_tool('textDocument/hover', function(results)
+  local parts = {}
+  for _, answer in pairs(results) do
+    local contents = answer.result and answer.result.contents
+    if type(contents) == 'string' then
+      table.insert(parts, contents)
+    elseif type(contents) == 'table' then
+      if contents.value then
+        table.insert(parts, contents.value)
+      else
+        for _, item in ipairs(contents) do
+          table.insert(parts, type(item) == 'string' and item or item.value)
+        end
+      end
+    end
+  end
+  return { hover = table.concat(parts, '\n\n') }
+end)
+
+---@param symbols table[]
+---@param container? string
+---@param out table[]
+---@param roots string[]
+---@param path? string The document's path (DocumentSymbol has no location of its own).
+local function flatten(symbols, container, out, roots, path)
+  for _, s in ipairs(symbols) do
+    local range = s.selectionRange or s.range or (s.location and s.location.range)
+    local item = {
+      name = s.name,
+      kind = vim.lsp.protocol.SymbolKind[s.kind] or s.kind,
+      container = container or s.containerName,
+      line = range.start.line + 1,
+      column = range.start.character + 1,
+    }
+    if s.location then
+      local loc = location(s.location.uri, s.location.range, roots)
+      item.path = loc and loc.path
+    else
+      item.path = path
+    end
+    if item.path then
+      table.insert(out, item)
+    end
+    if s.children then
+      flatten(s.children, s.name, out, roots, path)
+    end
+  end
+end
+
+function handlers.lsp_document_symbols(args, done)
+  local method = 'textDocument/documentSymbol'
+  lsp_buffer(args.path, method, function(buf, err)
+    if not buf then
+      return done(nil, err)
+    end
+    request(buf, method, { textDocument = { uri = vim.uri_from_bufnr(buf) } }, function(results, rerr)
+      if not results then
+        return done(nil, rerr)
+      end
+      local out = {}
+      for _, answer in pairs(results) do
+        flatten(answer.result or {}, nil, out, args.roots, relative(args.path, args.roots))
+      end
+      done({ symbols = out })
+    end)
+  end)
+end
+
+function handlers.lsp_workspace_symbols(args, done)
+  local method = 'workspace/symbol'
+  local client = vim.lsp.get_clients({ method = method })[1]
+  local buf = client and next(client.attached_buffers or {})
+  if not buf then
+    return done(nil, 'no language server that answers workspace/symbol is attached (open a file of the project)')
+  end
+  request(buf, method, { query = args.query }, function(results, err)
+    if not results then
+      return done(nil, err)
+    end
+    local out = {}
+    for _, answer in pairs(results) do
+      flatten(answer.result or {}, nil, out, args.roots)
+    end
+    done({ symbols = out, count = #out })
+  end)
+end
+
+function handlers.open_file(args, done)
+  if not require('gemini_companion.config').options.tools.open_file then
+    return done(nil, 'open_file is turned off in this editor (tools.open_file)')
+  end
+  local target = nil
+  local previous = vim.fn.win_getid(vim.fn.winnr('#'))
+  for _, win in ipairs({ vim.api.nvim_get_current_win(), previous, unpack(vim.api.nvim_tabpage_list_wins(0)) }) do
+    local buf = win ~= 0 and vim.api.nvim_win_get_buf(win)
+    if buf and vim.bo[buf].buftype == '' and vim.api.nvim_win_get_config(win).relative == '' then
+      target = win
+      break
+    end
+  end
+  local buf = vim.fn.bufadd(args.path)
+  vim.bo[buf].buflisted = true
+  if not target then -- only the agent on screen: a split beside it, focus stays
+    target = vim.api.nvim_open_win(buf, false, { split = 'left', win = -1 })
+  end
+  local ok, err = pcall(vim.api.nvim_win_set_buf, target, buf)
+  if not ok then
+    return done(nil, tostring(err))
+  end
+  local line = math.min(args.line or 1, vim.api.nvim_buf_line_count(buf))
+  vim.api.nvim_win_set_cursor(target, { line, 0 })
+  vim.api.nvim_win_call(target, function()
+    vim.cmd('normal! zz')
+  end)
+  done({ opened = relative(args.path, args.roots), line = line })
+end
+
+--- One tool call from tools.py.
+---@param id integer
+---@param name string
+---@param args table
+function M.call(id, name, args)
+  local handler = handlers[name]
+  if not handler then
+    return reply(id, nil, 'unknown tool ' .. name)
+  end
+  local ok, err = pcall(handler, args, function(result, why)
+    reply(id, result, why)
+  end)
+  if not ok then
+    reply(id, nil, tostring(err))
+  end
+end
+
+return M
