@@ -72,8 +72,8 @@ class Sandbox:
         self.env = {
             key: value
             for key, value in os.environ.items()
-            if not key.startswith(("GEMINI_CLI_IDE_", "QWEN_CODE_IDE_", "NVIM", "XDG_"))
-            and key not in ("QWEN_HOME", "GEMINI_COMPANION_SETUP")
+            if not key.startswith(("GEMINI_CLI_", "GEMINI_COMPANION_", "QWEN_CODE_", "NVIM", "XDG_"))
+            and key not in ("QWEN_HOME", "GEMINI_RESTRICTED_MODE")
         }
         self.env.update(
             HOME=str(self.home),

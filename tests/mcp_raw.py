@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 from typing import Any
+from urllib.parse import urlparse
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -79,3 +80,31 @@ class RawSession:
         response = conn.getresponse()
         assert response.status == 200, response.status
         return response
+
+
+class ToolsClient:
+    """An MCP client of the editor tools endpoint, as the CLIs' MCP clients are."""
+
+    def __init__(self, status: dict[str, Any]) -> None:
+        url = urlparse(status["tools"]["url"])
+        token = status["tools"]["headers"]["Authorization"].removeprefix("Bearer ")
+        self.session = RawSession(url.port or 0, token, url.path)
+        self.session.initialize("model-tools-test")
+        self.next_id = 1
+
+    def raw(self, name: str, **arguments: Any) -> dict[str, Any]:
+        self.next_id += 1
+        reply = self.session.call("tools/call", {"name": name, "arguments": arguments}, self.next_id)
+        return reply["result"]
+
+    def __call__(self, name: str, **arguments: Any) -> Any:
+        result = self.raw(name, **arguments)
+        assert not result.get("isError"), result
+        return json.loads(result["content"][0]["text"])
+
+    def refused(self, name: str, **arguments: Any) -> str:
+        result = self.raw(name, **arguments)
+        assert result.get("isError"), result
+        message = result["content"][0]["text"]
+        assert "\n" not in message
+        return message

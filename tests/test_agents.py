@@ -149,8 +149,18 @@ def test_agent_env_carries_the_server_and_qwen_defaults(ed, log):
     started(ed, log)
     env = json.loads(Path(str(log) + ".env").read_text())
     assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(ed.status()["port"])
+    tools = ed.status()["tools"]
+    assert env["GEMINI_COMPANION_MCP_URL"] == tools["url"]
+    assert f"Bearer {env['GEMINI_COMPANION_MCP_TOKEN']}" == tools["headers"]["Authorization"]
     defaults = Path(env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"])
-    assert json.loads(defaults.read_text())["ide"] == {"enabled": True, "hasSeenNudge": True}
+    written = json.loads(defaults.read_text())
+    assert written["ide"] == {"enabled": True, "hasSeenNudge": True}
+    # The model's tools, for Qwen: declared directly; only the read-only ones trusted.
+    neovim, neovim_open = written["mcpServers"]["neovim"], written["mcpServers"]["neovim-open"]
+    assert neovim["httpUrl"] == tools["url"] and neovim["headers"] == tools["headers"]
+    assert neovim["alwaysLoadTools"] is True and neovim["trust"] is True
+    assert neovim["excludeTools"] == ["open_file"]
+    assert neovim_open["trust"] is False and neovim_open["includeTools"] == ["open_file"]
     assert defaults.stat().st_mode & 0o777 == 0o600
     assert ed.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") == str(defaults)  # plain :terminal too
     ed.nvim.command("GeminiCompanion stop")
@@ -164,9 +174,25 @@ def test_qwen_defaults_keep_the_system_defaults_they_replace(editor_factory, san
     editor = editor_factory(setup=fake_agents(log))
     editor.wait_state("running")
     ours = json.loads(Path(editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())
+    assert sorted(ours.pop("mcpServers")) == ["neovim", "neovim-open"]
     assert ours == {"$version": 4, "general": {"vimMode": True}, "ide": {"enabled": True, "hasSeenNudge": True}}
     editor.nvim.command("GeminiCompanion stop")
     assert editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") == str(system)  # back to what Neovim had
+
+
+def test_tools_turned_off_are_not_told_to_terminals_or_qwen(editor_factory, log):
+    setup = fake_agents(log)
+    setup["tools"] = {"enabled": False}
+    editor = editor_factory(setup=setup)
+    editor.wait_state("running")
+    assert editor.status()["tools"] is not None  # the endpoint is there for scripts
+    assert editor.env("GEMINI_COMPANION_MCP_URL") is None and editor.env("GEMINI_COMPANION_MCP_TOKEN") is None
+    ours = json.loads(Path(editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())
+    assert "mcpServers" not in ours and ours["ide"]["enabled"] is True
+    editor.nvim.command("Gemini")
+    started(editor, log)
+    env = json.loads(Path(str(log) + ".env").read_text())
+    assert "GEMINI_COMPANION_MCP_URL" not in env and env["GEMINI_CLI_IDE_SERVER_PORT"] == str(editor.status()["port"])
 
 
 def test_an_exited_agent_closes_its_window_and_starts_fresh(ed, log):

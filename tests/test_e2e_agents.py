@@ -126,6 +126,7 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     assert "/ide enable" not in screen and "Press ENTER" not in screen, screen
     written = json.loads(settings.read_text())
     assert written.pop("ide") == {"enabled": True, "hasSeenNudge": True}
+    assert sorted(written.pop("mcpServers")) == ["neovim", "neovim-open"]  # the editor tools
     assert written == json.loads(before)  # every other key kept
     # A diff round trip, labelled with the agent.
     tui.prompt("greet there instead of world in greeting.txt", lambda: model.requests)
@@ -262,10 +263,16 @@ def test_qwen_respects_a_users_ide_enabled_false(sandbox):
 
 
 @pytest.mark.parametrize("cli", ["gemini", "qwen"])
-def test_ide_mode_in_the_users_settings_is_quiet_outside_neovim(sandbox, cli):
-    """What enable-cli writes, read by a CLI started in a plain terminal (no Neovim anywhere)."""
-    gemini_settings(sandbox.home, ide_enabled=True)
-    qwen_settings(sandbox.home, ide_enabled=True)
+def test_ide_mode_in_the_users_settings_is_quiet_outside_neovim(editor_factory, sandbox, cli):
+    """What enable-cli writes (IDE mode; for Gemini the editor tools' entries too), read by a CLI
+    started in a plain terminal (no Neovim anywhere)."""
+    gemini_settings(sandbox.home, ide_enabled=False)
+    qwen_settings(sandbox.home, ide_enabled=False)
+    editor = editor_factory(setup={"auto_start": False})
+    editor.nvim.command("GeminiCompanion enable-cli")
+    editor.close()
+    if cli == "gemini":
+        assert "neovim" in json.loads((sandbox.home / ".gemini" / "settings.json").read_text())["mcpServers"]
     model = FakeModel([])
     socket = sandbox.base / "plain-tmux.sock"
     command = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}[cli]
@@ -281,7 +288,7 @@ def test_ide_mode_in_the_users_settings_is_quiet_outside_neovim(sandbox, cli):
             E2E_TIMEOUT,
             f"{cli}'s prompt",
         )
-        assert "IDE" not in screen and "/ide" not in screen, screen
+        assert "IDE" not in screen and "/ide" not in screen and "MCP" not in screen, screen
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
         model.close()

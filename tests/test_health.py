@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -68,6 +69,27 @@ def test_health_checks_each_agent_and_gemini_ide_mode(editor_factory, sandbox):
     assert "WARNING gone: no-such-cli (native): not on PATH" in report
     assert "ERROR far: sh (external): terminal.external.cmd is not set" in report
     assert f"WARNING Gemini CLI: you turned IDE mode off in {settings}" in report
+
+
+def test_health_says_where_the_model_finds_the_editor_tools(editor_factory, sandbox):
+    editor = editor_factory()
+    editor.wait_state("running")
+    report = checkhealth(editor)
+    assert f"OK endpoint {editor.status()['tools']['url']}" in report
+    assert "OK Qwen Code: registered in this session's defaults file" in report
+    assert "WARNING Gemini CLI: mcpServers.neovim, mcpServers.neovim-open not in" in report
+    assert f"Gemini CLI: {sandbox.project} is not trusted yet (no rule in" in report
+    editor.nvim.command("GeminiCompanion enable-cli gemini")
+    trusted = sandbox.home / ".gemini" / "trustedFolders.json"
+    trusted.write_text(json.dumps({str(sandbox.project): "TRUST_FOLDER", str(sandbox.project / "sub"): "DO_NOT_TRUST"}))
+    report = checkhealth(editor)
+    assert "OK Gemini CLI: registered in" in report
+    assert f"OK Gemini CLI trusts {sandbox.project}" in report, report
+    (sandbox.project / "sub").mkdir()
+    editor.nvim.command(f"cd {sandbox.project / 'sub'}")
+    report = checkhealth(editor)
+    assert "WARNING Gemini CLI starts no MCP server in an untrusted folder" in report, report
+    assert "DO_NOT_TRUST" in report
 
 
 def test_health_reports_an_unsafe_discovery_directory(editor_factory, sandbox):

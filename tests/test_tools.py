@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
 
 import pytest
 
 from conftest import PYLSP, PYLSP_BIN, Editor, Sandbox, wait_for
-from mcp_raw import RawSession
+from mcp_raw import RawSession, ToolsClient
 
 APP = """import helper
 
@@ -35,34 +33,6 @@ TOOLS = set(
 )
 
 
-class Tools:
-    """An MCP client of the editor tools endpoint, as the CLIs' MCP clients are."""
-
-    def __init__(self, status: dict[str, Any]) -> None:
-        url = urlparse(status["tools"]["url"])
-        token = status["tools"]["headers"]["Authorization"].removeprefix("Bearer ")
-        self.session = RawSession(url.port or 0, token, url.path)
-        self.session.initialize("model-tools-test")
-        self.next_id = 1
-
-    def raw(self, name: str, **arguments: Any) -> dict[str, Any]:
-        self.next_id += 1
-        reply = self.session.call("tools/call", {"name": name, "arguments": arguments}, self.next_id)
-        return reply["result"]
-
-    def __call__(self, name: str, **arguments: Any) -> Any:
-        result = self.raw(name, **arguments)
-        assert not result.get("isError"), result
-        return json.loads(result["content"][0]["text"])
-
-    def refused(self, name: str, **arguments: Any) -> str:
-        result = self.raw(name, **arguments)
-        assert result.get("isError"), result
-        message = result["content"][0]["text"]
-        assert "\n" not in message
-        return message
-
-
 @pytest.fixture
 def project(sandbox: Sandbox) -> Path:
     (sandbox.project / "app.py").write_text(APP)
@@ -81,8 +51,8 @@ def ed(editor_factory, project) -> Editor:
 
 
 @pytest.fixture
-def tools(ed) -> Tools:
-    return Tools(ed.status())
+def tools(ed) -> ToolsClient:
+    return ToolsClient(ed.status())
 
 
 def test_the_endpoint_lists_the_editor_tools_and_nothing_of_the_ide(ed, tools):

@@ -107,6 +107,7 @@ local function credentials(agent)
   if type(got) ~= 'table' or type(got.env) ~= 'table' then
     return {}
   end
+  require('gemini_companion.state').update(got.snapshot) -- the env and Qwen defaults it names
   agent.gemini_pid, agent.qwen_port, agent.port = got.gemini_pid, got.qwen_port, status.port
   return got.env
 end
@@ -163,7 +164,8 @@ local function start(name, args)
     started = vim.uv.hrtime(),
   }
   agent.cli, agent.version = cli_package(cmd)
-  local env = vim.tbl_extend('force', connection_env(), credentials(agent), agent_spec.env or {})
+  local own = credentials(agent) -- first: it brings the server's latest environment
+  local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
   local ok, err = agent.provider.start(
     agent,
     cmd,

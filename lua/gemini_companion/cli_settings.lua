@@ -10,8 +10,43 @@ local message = require('gemini_companion.message')
 
 local M = {}
 
-local WANT = { 'ide.enabled', 'ide.hasSeenNudge' }
 M.clis = { 'gemini', 'qwen' }
+
+--- What `enable` writes: dotted key -> value. Gemini's tool entries name the endpoint through
+--- `${VAR:-}`: outside Neovim the URL expands to nothing and Gemini skips them silently (an
+--- unset `${VAR}` or a refused URL would print "MCP issues detected" at every start). Qwen
+--- gets its tools per session (qwen_defaults.lua): Qwen has no `${VAR:-}`.
+---@param cli 'gemini'|'qwen'
+---@return table<string, any>
+function M.wanted(cli)
+  local want = { ['ide.enabled'] = true, ['ide.hasSeenNudge'] = true }
+  if cli == 'gemini' then
+    local url, authorization = '${GEMINI_COMPANION_MCP_URL:-}', 'Bearer ${GEMINI_COMPANION_MCP_TOKEN:-}'
+    for name, server in pairs(require('gemini_companion.tools').servers(cli, url, authorization) or {}) do
+      want['mcpServers.' .. name] = server
+    end
+  end
+  return want
+end
+
+--- The wanted keys the file does not hold as wanted (sorted).
+---@param cli 'gemini'|'qwen'
+---@return string[]
+function M.missing(cli)
+  local settings = json_file.read(M.path(cli)) or {}
+  local missing = {}
+  for name, value in pairs(M.wanted(cli)) do
+    local now = settings
+    for key in vim.gsplit(name, '.', { plain = true }) do
+      now = type(now) == 'table' and now[key] or nil
+    end
+    if not vim.deep_equal(now, value) then
+      table.insert(missing, name)
+    end
+  end
+  table.sort(missing)
+  return missing
+end
 
 --- The user settings file the CLI reads.
 ---@param cli 'gemini'|'qwen'
@@ -49,7 +84,11 @@ local function edit(verb, cli)
   end
   local script = host.root .. '/rplugin/python3/gemini_companion/settings_edit.py'
   local argv = { python, script, verb, M.path(cli), journal_path() }
-  vim.list_extend(argv, WANT)
+  if verb == 'enable' then
+    for name, value in pairs(M.wanted(cli)) do
+      table.insert(argv, name .. '=' .. vim.json.encode(value))
+    end
+  end
   local ok, result = pcall(function()
     return vim.system(argv, { text = true }):wait(10000)
   end)
@@ -75,7 +114,8 @@ function M.ide_enabled(cli)
   end
 end
 
---- Turn IDE mode on in the CLI's user settings; returns what changed (one line each).
+--- Turn IDE mode on (and register the tools) in the CLI's user settings; returns what changed
+--- (one line each).
 ---@param cli 'gemini'|'qwen'
 ---@return string[]? changes, string? error
 function M.enable(cli)
@@ -87,6 +127,48 @@ end
 ---@return string[]? changes, string? error
 function M.disable(cli)
   return edit('disable', cli)
+end
+
+--- Does Gemini CLI trust `dir` (it starts no MCP server and runs no hooks in an untrusted
+--- folder)? Its own order: GEMINI_CLI_TRUST_WORKSPACE, then `security.folderTrust.enabled`
+--- (on by default), then the longest matching rule of its trustedFolders.json. nil: no rule,
+--- so Gemini asks at start.
+---@param dir string
+---@return boolean? trusted, string why
+function M.gemini_trust(dir)
+  if vim.env.GEMINI_RESTRICTED_MODE == 'true' or vim.env.GEMINI_CLI_TRUST_WORKSPACE == 'false' then
+    return false, 'GEMINI_CLI_TRUST_WORKSPACE=false or GEMINI_RESTRICTED_MODE=true'
+  elseif vim.env.GEMINI_CLI_TRUST_WORKSPACE == 'true' then
+    return true, 'GEMINI_CLI_TRUST_WORKSPACE=true'
+  end
+  local settings = json_file.read(M.path('gemini')) or {}
+  if vim.tbl_get(settings, 'security', 'folderTrust', 'enabled') == false then
+    return true, 'folder trust is off (security.folderTrust.enabled)'
+  end
+  local rules_path = vim.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH
+  if not rules_path or rules_path == '' then
+    rules_path = vim.fs.dirname(M.path('gemini')) .. '/trustedFolders.json'
+  end
+  local rules = json_file.read(rules_path)
+  if not rules then
+    return false, rules_path .. ' cannot be read (Gemini stops on it too)'
+  end
+  local real = vim.uv.fs_realpath(dir) or dir
+  local best, level = -1, nil
+  for rule, rule_level in pairs(rules) do
+    local base = rule_level == 'TRUST_PARENT' and vim.fs.dirname(rule) or rule
+    base = vim.uv.fs_realpath(base) or base
+    if (real == base or vim.startswith(real, base .. '/')) and #rule > best then
+      best, level = #rule, rule_level
+    end
+  end
+  local where = vim.fn.fnamemodify(rules_path, ':~')
+  if level == 'DO_NOT_TRUST' then
+    return false, ('%s marks it DO_NOT_TRUST'):format(where)
+  elseif level then
+    return true, ('%s trusts it (%s)'):format(where, level)
+  end
+  return nil, ('no rule in %s: Gemini asks at start'):format(where)
 end
 
 --- Which CLI an agent runs (by its name or its command), for the CLIs we know.
@@ -112,21 +194,21 @@ local function remember_decline(cli, declined)
   end
 end
 
---- Before the plugin starts Gemini CLI: IDE mode must be on in its user settings (no other
---- layer works for it). Per `cli_settings`: 'ask' once, 'auto', or 'never'. A user's own
---- `ide.enabled: false` is never overwritten here.
+--- Before the plugin starts Gemini CLI: IDE mode must be on, and the tools registered, in its
+--- user settings (no other layer works for it). Per `cli_settings`: 'ask' once, 'auto', or
+--- 'never'. A user's own `ide.enabled: false` is never overwritten here.
 ---@param cli 'gemini'|'qwen'|nil
 ---@param mode 'ask'|'auto'|'never'
 function M.before_start(cli, mode)
   if cli ~= 'gemini' or mode == 'never' then
     return -- Qwen: IDE mode comes with the session's defaults file
   end
-  local now = M.ide_enabled(cli)
-  if now == true then
+  local missing = M.missing(cli)
+  if #missing == 0 then
     return
   end
   local path = vim.fn.fnamemodify(M.path(cli), ':~')
-  if now == false then
+  if M.ide_enabled(cli) == false then
     return message.brief(('IDE mode is off in %s: /ide enable in the CLI turns it on'):format(path), 'warn')
   end
   if mode == 'ask' then
@@ -134,9 +216,9 @@ function M.before_start(cli, mode)
       return
     end
     local question = (
-      'Gemini CLI connects to Neovim only with IDE mode on in %s.\n'
-      .. 'Write ide.enabled and ide.hasSeenNudge there? (:GeminiCompanion disable-cli undoes it)'
-    ):format(path)
+      'Gemini CLI connects to Neovim, and finds the editor tools, only through %s.\n'
+      .. 'Write %s there? (:GeminiCompanion disable-cli undoes it)'
+    ):format(path, table.concat(missing, ', '))
     if vim.fn.confirm(question, '&Yes\n&No', 1) ~= 1 then
       remember_decline(cli, true)
       return message.brief('not changed; :GeminiCompanion enable-cli gemini does it later')
@@ -147,7 +229,7 @@ function M.before_start(cli, mode)
   if not changes then
     return message.brief(err or '?', 'error')
   end
-  message.brief(('IDE mode on in %s (:GeminiCompanion disable-cli undoes it)'):format(path))
+  message.brief(('IDE mode and editor tools set in %s (:GeminiCompanion disable-cli undoes it)'):format(path))
 end
 
 --- `:GeminiCompanion enable-cli|disable-cli [cli]`

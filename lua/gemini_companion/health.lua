@@ -195,6 +195,51 @@ local function check_agents()
   health.ok('Qwen Code: IDE mode comes with the per-session defaults file (nothing written to its settings)')
 end
 
+--- The model's editor tools: the endpoint, and whether each CLI will find them.
+local function check_tools()
+  health.start(message.prefixed('editor tools for the model (:h gemini-companion-tools)'))
+  local options = require('gemini_companion.config').options.tools
+  if not options.enabled then
+    return health.info('turned off (tools.enabled = false): no CLI is told about them')
+  end
+  local tools = require('gemini_companion.state').current.tools
+  if tools then
+    health.ok('endpoint ' .. tools.url)
+  else
+    health.info('no server runs: no endpoint')
+  end
+  local qwen_defaults = require('gemini_companion.qwen_defaults')
+  local qwen = qwen_defaults.path and require('gemini_companion.json_file').read(qwen_defaults.path)
+  if qwen and qwen.mcpServers then
+    health.ok("Qwen Code: registered in this session's defaults file")
+  elseif tools then
+    health.warn('Qwen Code: the session defaults file does not name them', { ':GeminiCompanion restart' })
+  end
+  local cli_settings = require('gemini_companion.cli_settings')
+  local missing = vim.tbl_filter(function(key)
+    return vim.startswith(key, 'mcpServers.')
+  end, cli_settings.missing('gemini'))
+  local path = vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')
+  if #missing > 0 then
+    health.warn(('Gemini CLI: %s not in %s'):format(table.concat(missing, ', '), path), {
+      ':GeminiCompanion enable-cli gemini (the first :Gemini offers it)',
+    })
+  else
+    health.ok(('Gemini CLI: registered in %s'):format(path))
+  end
+  local cwd = vim.fn.getcwd()
+  local trusted, why = cli_settings.gemini_trust(cwd)
+  if trusted == false then
+    health.warn(('Gemini CLI starts no MCP server in an untrusted folder: %s (%s)'):format(cwd, why), {
+      'trust the folder in Gemini (/permissions trust), then restart the agent',
+    })
+  elseif trusted == nil then
+    health.info(('Gemini CLI: %s is not trusted yet (%s); without trust it has no tools'):format(cwd, why))
+  else
+    health.ok(('Gemini CLI trusts %s: %s'):format(cwd, why))
+  end
+end
+
 ---@param label string
 ---@param dirs gemini_companion.HealthDir[]
 local function report_dirs(label, dirs)
@@ -277,6 +322,7 @@ function M.check()
   check_host_process()
   check_server()
   check_agents()
+  check_tools()
   if probe then
     check_directories(probe)
   end

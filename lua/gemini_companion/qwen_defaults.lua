@@ -1,4 +1,5 @@
---- Qwen Code's per-session system-defaults file: IDE mode on, nudge seen, for every Qwen this
+--- Qwen Code's per-session system-defaults file: IDE mode on, nudge seen, and the model's
+--- editor tools (tools.lua `servers`, with this server's URL and token) for every Qwen this
 --- Neovim starts (managed agents and plain :terminal alike), without touching the user's
 --- settings. Qwen reads the file named by QWEN_CODE_SYSTEM_DEFAULTS_PATH at the lowest
 --- precedence, so a user's own `ide.enabled: false` still wins. Ours replaces the file Qwen
@@ -9,12 +10,21 @@ local json_file = require('gemini_companion.json_file')
 local M = {}
 
 local VAR = 'QWEN_CODE_SYSTEM_DEFAULTS_PATH'
-local OURS = { ide = { enabled = true, hasSeenNudge = true } }
+local IDE = { ide = { enabled = true, hasSeenNudge = true } }
 local VERSION = 4 -- Qwen rewrites a file without "$version" (client-facts.md)
 
 --- The file this Neovim wrote (nil: none).
 ---@type string?
 M.path = nil
+
+--- The tools endpoint the file names ('' for none), to rewrite it only when that changes.
+local written_tools = ''
+
+---@return string
+local function tools_endpoint()
+  local tools = require('gemini_companion.state').current.tools
+  return tools and tools.url .. ' ' .. tools.headers.Authorization or ''
+end
 
 local inherited = vim.env[VAR] -- what Qwen would read without us, as Neovim started
 
@@ -33,8 +43,14 @@ end
 --- Write (atomically, 0600) the merged file and point this Neovim's terminals at it.
 ---@return string? path, string? error
 function M.ensure()
-  local merged = vim.tbl_deep_extend('force', json_file.read(system_defaults()) or {}, OURS)
+  local merged = vim.tbl_deep_extend('force', json_file.read(system_defaults()) or {}, IDE)
   merged['$version'] = merged['$version'] or VERSION
+  local tools = require('gemini_companion.state').current.tools
+  local servers = tools and require('gemini_companion.tools').servers('qwen', tools.url, tools.headers.Authorization)
+  for name, server in pairs(servers or {}) do -- Qwen replaces a same-name entry whole: so do we
+    merged.mcpServers = type(merged.mcpServers) == 'table' and merged.mcpServers or {}
+    merged.mcpServers[name] = server
+  end
   local dir = vim.fn.stdpath('run') .. '/gemini-companion'
   vim.fn.mkdir(dir, 'p', tonumber('700', 8))
   local path = ('%s/qwen-system-defaults-%d.json'):format(dir, vim.fn.getpid())
@@ -55,8 +71,17 @@ function M.ensure()
     return nil, rerr
   end
   M.path = path
+  written_tools = tools_endpoint()
   vim.env[VAR] = path
   return path
+end
+
+--- After a status change: rewrite the file if the tools endpoint it names changed (the server
+--- came up, restarted on another port, or died). Qwen reads the file when it starts.
+function M.sync()
+  if M.path and tools_endpoint() ~= written_tools then
+    M.ensure()
+  end
 end
 
 --- Remove the file; terminals opened from now on see what Neovim started with.
@@ -64,6 +89,7 @@ function M.remove()
   if M.path then
     vim.uv.fs_unlink(M.path)
     M.path = nil
+    written_tools = ''
   end
   vim.env[VAR] = inherited
 end

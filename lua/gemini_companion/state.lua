@@ -43,6 +43,13 @@ local function changed()
   vim.api.nvim_exec_autocmds('User', { pattern = 'GeminiCompanionStatus', modeline = false })
 end
 
+local function sync_qwen_defaults()
+  local qwen_defaults = package.loaded['gemini_companion.qwen_defaults'] -- none written otherwise
+  if qwen_defaults then
+    qwen_defaults.sync()
+  end
+end
+
 --- Apply a snapshot from the host: its status and the environment terminals must inherit.
 --- Snapshots are numbered; one overtaken by a newer (e.g. a synchronous reply) is dropped.
 ---@param snapshot {seq: integer, status: table, env: table<string, string|false>}
@@ -60,10 +67,16 @@ function M.update(snapshot)
   status.diffs = status.diffs or {}
   status.error = status.error and with_fix(status.error)
   M.current = status
+  if not require('gemini_companion.config').options.tools.enabled then
+    for key in pairs(env) do -- not told to terminals: Gemini's `${VAR:-}` entries stay inert
+      env[key] = not key:find('^GEMINI_COMPANION_MCP_') and env[key]
+    end
+  end
   for key, value in pairs(env) do
     vim.env[key] = value or nil
   end
   M.env = env
+  sync_qwen_defaults()
   changed()
 end
 
@@ -95,6 +108,8 @@ function M.fail(why)
     diffs = {},
   })
   M.current.port = nil -- the dead server's port (tbl_extend cannot set a nil)
+  M.current.tools = nil
+  sync_qwen_defaults()
   changed()
 end
 

@@ -467,6 +467,32 @@ function handlers.open_file(args, done)
   done({ opened = relative(args.path, args.roots), line = line })
 end
 
+--- How a CLI's settings name our tools: `mcpServers` entries for the model's endpoint. The
+--- read-only tools are one server (trusted per `tools.trust`: the CLI does not ask before each
+--- call); `open_file` changes what the user sees, so it is a server of its own, never trusted.
+--- Qwen needs `alwaysLoadTools` to declare them to the model (else they hide behind its
+--- tool_search bridge); Gemini declares them anyway.
+---@param cli 'gemini'|'qwen'
+---@param url string
+---@param authorization string the Authorization header's value
+---@return table<string, table>? entries, nil when the tools are turned off
+function M.servers(cli, url, authorization)
+  local options = require('gemini_companion.config').options.tools
+  if not options.enabled then
+    return nil
+  end
+  local function server(extra)
+    local base = { httpUrl = url, headers = { Authorization = authorization } }
+    base.alwaysLoadTools = cli == 'qwen' or nil
+    return vim.tbl_extend('force', base, extra)
+  end
+  local servers = { neovim = server({ trust = options.trust, excludeTools = { 'open_file' } }) }
+  if options.open_file then
+    servers['neovim-open'] = server({ trust = false, includeTools = { 'open_file' } })
+  end
+  return servers
+end
+
 --- One tool call from tools.py.
 ---@param id integer
 ---@param name string

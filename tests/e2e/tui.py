@@ -105,7 +105,10 @@ class Tui:
         self.tmux("send-keys", "-l", text)
 
     def wait_screen(self, text: str, timeout: float = E2E_TIMEOUT) -> str:
-        return wait_for(lambda: text in (s := self.screen()) and s, timeout, f"{text!r} on screen")
+        try:
+            return wait_for(lambda: text in (s := self.screen()) and s, timeout, f"{text!r} on screen")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; the screen:\n{self.screen()}") from None
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)

@@ -147,17 +147,27 @@ def test_settings_edit_keeps_order_layout_and_mode_and_undoes_exactly(tmp_path):
     settings.write_text(json.dumps(original, indent=2) + "\n")
     settings.chmod(0o640)
 
-    def run(verb: str) -> dict[str, Any]:
-        argv = [sys.executable, str(script), verb, str(settings), str(journal), "ide.enabled", "ide.hasSeenNudge"]
+    def run(verb: str, *wanted: str) -> dict[str, Any]:
+        argv = [sys.executable, str(script), verb, str(settings), str(journal), *wanted]
         return json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
 
-    assert run("enable")["changes"] == ["ide.enabled: (absent) -> true", "ide.hasSeenNudge: false -> true"]
+    def enable() -> dict[str, Any]:
+        return run("enable", "ide.enabled=true", "ide.hasSeenNudge=true", 'mcpServers.neovim={"httpUrl": "${U:-}"}')
+
+    assert enable()["changes"] == [
+        "ide.enabled: (absent) -> true",
+        "ide.hasSeenNudge: false -> true",
+        "mcpServers.neovim: (absent) -> {…}",
+    ]
     after = json.loads(settings.read_text())
-    assert list(after) == ["zeta", "ide", "alpha", "list"] and after["ide"] == {"hasSeenNudge": True, "enabled": True}
+    assert list(after) == ["zeta", "ide", "alpha", "list", "mcpServers"]
+    assert after["ide"] == {"hasSeenNudge": True, "enabled": True}
+    assert after["mcpServers"] == {"neovim": {"httpUrl": "${U:-}"}}
     assert settings.stat().st_mode & 0o777 == 0o640 and journal.stat().st_mode & 0o777 == 0o600
-    assert run("enable")["changes"] == []
-    run("disable")
+    assert enable()["changes"] == []
+    assert len(run("disable")["changes"]) == 3
     assert settings.read_text() == json.dumps(original, indent=2) + "\n"
+    assert run("disable")["changes"] == []
 
 
 def test_each_token_is_an_identity_and_a_session_belongs_to_its_token():

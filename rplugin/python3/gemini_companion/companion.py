@@ -159,8 +159,9 @@ class Companion:
             self._access.rewrite(self._ad)
 
     def register_agent(self, params: dict[str, Any]) -> dict[str, Any]:
-        """An agent is about to start: its own files and tokens, and the environment naming them.
-        `{}` while no server runs (it starts with the shared environment then)."""
+        """An agent is about to start: its own files and tokens, the environment naming them,
+        and a snapshot with its files in the status (applied before the agent's environment is
+        put together). `{}` while no server runs (it starts with the shared environment then)."""
         with self._lock:
             if self._ad is None:
                 return {}
@@ -172,8 +173,7 @@ class Companion:
                 int(params.get("gemini_pid") or 0),
                 int(params.get("qwen_port") or 0),
             )
-            self._push()  # its files are in the status
-            return registered
+            return dict(registered, snapshot=self.snapshot())
 
     def unregister_agent(self, params: dict[str, Any]) -> None:
         self._access.unregister(str(params["name"]))

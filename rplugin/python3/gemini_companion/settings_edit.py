@@ -1,10 +1,13 @@
 """Merge keys into a CLI's JSON settings file and take them back, exactly: run by cli_settings.lua.
 
-`python settings_edit.py enable|disable SETTINGS JOURNAL KEY...` prints {"changes": [...]} or
-{"error": "..."}. The file keeps its key order, indentation style (2 spaces), mode and every
-other key; it is replaced atomically. The journal (JSON, 0600) remembers each key's value before
-we set it (absent or a value), per settings file, so `disable` restores just that. Standard
-library only: this runs in the plugin's venv Python, outside the host.
+`python settings_edit.py enable SETTINGS JOURNAL KEY=JSON...` sets each dotted KEY to the JSON
+value; `python settings_edit.py disable SETTINGS JOURNAL` takes back everything enabled in that
+file. Either prints {"changes": [...]} or {"error": "..."}. The file keeps its key order,
+indentation style (2 spaces), mode and every other key; it is replaced atomically. The journal
+(JSON, 0600) remembers, per settings file and key, the value before we set it (absent or a
+value) and the value we wrote: `disable` restores a key only while it still holds ours (a value
+the user changed since is theirs). Standard library only: this runs in the plugin's venv
+Python, outside the host.
 """
 
 from __future__ import annotations
@@ -77,30 +80,50 @@ def put(tree: dict[str, Any], keys: list[str], value: Any) -> None:
         node[keys[-1]] = value
 
 
+def describe(value: Any) -> str:
+    if value == ABSENT:
+        return "(absent)"
+    return "{…}" if isinstance(value, dict) else json.dumps(value)
+
+
+def entry(recorded: Any) -> dict[str, Any]:
+    """A journal entry; early journals kept only the value before, and we always wrote true."""
+    if isinstance(recorded, dict) and set(recorded) == {"before", "wrote"}:
+        return recorded
+    return {"before": recorded, "wrote": True}
+
+
 def main() -> None:
-    verb, path, journal_path, *names = sys.argv[1:]
+    verb, path, journal_path, *wanted = sys.argv[1:]
     settings = load(path)
     journal = load(journal_path)
     record: dict[str, Any] = journal.setdefault(path, {})
     changes = []
-    for name in names:
-        keys = name.split(".")
-        now = get(settings, keys)
-        if verb == "enable" and now is not True:
-            record.setdefault(name, now)
-            put(settings, keys, True)
-            changes.append(f"{name}: {'(absent)' if now is ABSENT else json.dumps(now)} -> true")
-        elif verb == "disable" and name in record:
-            before = record.pop(name)
-            if now is True:  # changed by the user since: theirs now
+    if verb == "enable":
+        for item in wanted:
+            name, _, encoded = item.partition("=")
+            keys, value = name.split("."), json.loads(encoded)
+            now = get(settings, keys)
+            if now != value:
+                before = entry(record[name])["before"] if name in record else now
+                record[name] = {"before": before, "wrote": value}
+                put(settings, keys, value)
+                changes.append(f"{name}: {describe(now)} -> {describe(value)}")
+    elif verb == "disable":
+        for name, recorded in list(record.items()):
+            del record[name]
+            before, wrote = entry(recorded)["before"], entry(recorded)["wrote"]
+            keys = name.split(".")
+            now = get(settings, keys)
+            if now == wrote:  # still ours; a value changed since is the user's now
                 put(settings, keys, before)
-                changes.append(f"{name}: true -> {'(removed)' if before == ABSENT else json.dumps(before)}")
+                changes.append(f"{name}: {describe(now)} -> {'(removed)' if before == ABSENT else describe(before)}")
     if changes:
         save(path, settings)
     if not record:
         journal.pop(path, None)
     save(journal_path, journal)
-    print(json.dumps({"changes": changes}))
+    print(json.dumps({"changes": changes}, ensure_ascii=False))
 
 
 main()

@@ -22,9 +22,10 @@ return {
   enable_merges_and_keeps_every_other_key_and_the_mode = function()
     local path = fresh('{"model": {"name": "x"}, "ide": {"hasSeenNudge": false}}')
     local changes = assert(cli_settings.enable('gemini'))
-    assert(#changes == 2, vim.inspect(changes))
+    assert(#changes == 4, vim.inspect(changes)) -- ide.enabled, ide.hasSeenNudge, two tool servers
     local after = read(path)
     assert(after.model.name == 'x' and after.ide.enabled == true and after.ide.hasSeenNudge == true)
+    assert(#cli_settings.missing('gemini') == 0, vim.inspect(cli_settings.missing('gemini')))
     assert(vim.uv.fs_stat(path).mode % 4096 == tonumber('640', 8))
     assert(cli_settings.ide_enabled('gemini') == true)
   end,
@@ -37,6 +38,38 @@ return {
       vim.inspect(read(path))
     )
     assert(#assert(cli_settings.disable('gemini')) == 0) -- nothing left to undo
+  end,
+  gemini_tool_entries_expand_to_nothing_outside_neovim_and_only_read_only_ones_are_trusted = function()
+    local path = fresh('{}')
+    assert(cli_settings.enable('gemini'))
+    local servers = read(path).mcpServers
+    assert(servers.neovim.httpUrl == '${GEMINI_COMPANION_MCP_URL:-}', vim.inspect(servers))
+    assert(servers.neovim.headers.Authorization == 'Bearer ${GEMINI_COMPANION_MCP_TOKEN:-}')
+    assert(servers.neovim.trust == true and vim.deep_equal(servers.neovim.excludeTools, { 'open_file' }))
+    assert(
+      servers['neovim-open'].trust == false and vim.deep_equal(servers['neovim-open'].includeTools, { 'open_file' })
+    )
+    assert(servers.neovim.alwaysLoadTools == nil) -- Qwen's key only
+  end,
+  a_users_own_server_of_the_same_name_comes_back_and_a_value_they_changed_since_stays = function()
+    local path = fresh('{"mcpServers": {"neovim": {"command": "mine"}, "other": {"command": "x"}}}')
+    assert(cli_settings.enable('gemini'))
+    local after = read(path)
+    after.ide.hasSeenNudge = false -- the user's own change after enable
+    vim.fn.writefile({ vim.json.encode(after) }, path)
+    local changes = assert(cli_settings.disable('gemini'))
+    assert(#changes == 3, vim.inspect(changes))
+    local restored = read(path)
+    assert(restored.mcpServers.neovim.command == 'mine' and restored.mcpServers.other.command == 'x')
+    assert(restored.mcpServers['neovim-open'] == nil and restored.ide.enabled == nil)
+    assert(restored.ide.hasSeenNudge == false, vim.inspect(restored))
+  end,
+  tools_turned_off_register_nothing = function()
+    require('gemini_companion.config').set({ tools = { enabled = false } })
+    local path = fresh('{}')
+    assert(cli_settings.enable('gemini'))
+    require('gemini_companion.config').set({})
+    assert(read(path).mcpServers == nil)
   end,
   a_missing_file_is_created_private_and_removed_keys_leave_no_empty_table = function()
     local path = fresh(nil)
