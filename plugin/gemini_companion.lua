@@ -65,6 +65,17 @@ end, {
 vim.api.nvim_create_user_command('GeminiSend', function(opts)
   agents().send_command(opts)
 end, { nargs = '*', range = true, bang = true, desc = 'gemini-companion: send the selection to an agent' })
+vim.api.nvim_create_user_command('GeminiChanges', function(opts)
+  require('gemini_companion.changes').command(opts.fargs)
+end, {
+  nargs = '*',
+  complete = function(lead)
+    return vim.tbl_filter(function(word)
+      return vim.startswith(word, lead)
+    end, { 'all', 'mark', 'revert', 'undo' })
+  end,
+  desc = 'gemini-companion: what agents changed ([turn], all, mark, revert [file], undo [turn])',
+})
 vim.api.nvim_create_user_command('GeminiAdd', function(opts)
   agents().add_command(opts)
 end, { nargs = '*', complete = 'file', desc = 'gemini-companion: add @file references to the prompt' })

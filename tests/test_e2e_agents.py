@@ -127,6 +127,7 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     written = json.loads(settings.read_text())
     assert written.pop("ide") == {"enabled": True, "hasSeenNudge": True}
     assert sorted(written.pop("mcpServers")) == ["neovim", "neovim-open"]  # the editor tools
+    assert sorted(written.pop("hooks")) == ["AfterAgent", "AfterTool", "BeforeAgent"]  # turns for :GeminiChanges
     assert written == json.loads(before)  # every other key kept
     # A diff round trip, labelled with the agent.
     tui.prompt("greet there instead of world in greeting.txt", lambda: model.requests)

@@ -331,6 +331,8 @@ function M.send(name, text, submit)
       -- Gemini turns an Enter within ~40 ms of a paste into a newline (more under load).
       vim.defer_fn(function()
         if running[name] == agent then
+          -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
+          host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
           agent.provider.enter(agent)
         end
       end, SUBMIT_DELAY_MS)

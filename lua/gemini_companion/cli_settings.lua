@@ -12,7 +12,8 @@ local M = {}
 
 M.clis = { 'gemini', 'qwen' }
 
---- What `enable` writes: dotted key -> value. Gemini's tool entries name the endpoint through
+--- What `enable` writes: dotted key -> value (`key+`: appended to the list there). Gemini's
+--- hooks (changes.lua) run nothing outside Neovim; its tool entries name the endpoint through
 --- `${VAR:-}`: outside Neovim the URL expands to nothing and Gemini skips them silently (an
 --- unset `${VAR}` or a refused URL would print "MCP issues detected" at every start). Qwen
 --- gets its tools per session (qwen_defaults.lua): Qwen has no `${VAR:-}`.
@@ -24,6 +25,9 @@ function M.wanted(cli)
     local url, authorization = '${GEMINI_COMPANION_MCP_URL:-}', 'Bearer ${GEMINI_COMPANION_MCP_TOKEN:-}'
     for name, server in pairs(require('gemini_companion.tools').servers(cli, url, authorization) or {}) do
       want['mcpServers.' .. name] = server
+    end
+    for event, entry in pairs(require('gemini_companion.changes').hooks(cli) or {}) do
+      want['hooks.' .. event .. '+'] = entry -- appended: the user's own hooks stay
     end
   end
   return want
@@ -37,10 +41,15 @@ function M.missing(cli)
   local missing = {}
   for name, value in pairs(M.wanted(cli)) do
     local now = settings
-    for key in vim.gsplit(name, '.', { plain = true }) do
+    for key in vim.gsplit(name:gsub('%+$', ''), '.', { plain = true }) do
       now = type(now) == 'table' and now[key] or nil
     end
-    if not vim.deep_equal(now, value) then
+    local appended = name:sub(-1) == '+'
+    local found = appended
+      and vim.iter(type(now) == 'table' and now or {}):any(function(item)
+        return vim.deep_equal(item, value)
+      end)
+    if not (appended and found or not appended and vim.deep_equal(now, value)) then
       table.insert(missing, name)
     end
   end

@@ -9,6 +9,12 @@
 ---@field terminal gemini_companion.TerminalConfig Where agents run.
 ---@field cli_settings 'ask'|'auto'|'never' Turning IDE mode on in Gemini CLI's user settings before `:Gemini` starts it.
 ---@field tools gemini_companion.ToolsConfig The model's editor tools.
+---@field changes gemini_companion.ChangesConfig What agents changed, turn by turn.
+
+---@class gemini_companion.ChangesConfig
+---@field enabled boolean Register the CLIs' turn hooks (Qwen's session defaults, Gemini's enable-cli).
+---@field max_turns integer Turns kept (older snapshots are pruned).
+---@field max_file_kb integer Files larger than this are listed as skipped, not tracked.
 
 ---@class gemini_companion.ToolsConfig
 ---@field enabled boolean Register the editor tools with the CLIs (Qwen's session defaults, Gemini's enable-cli).
@@ -85,6 +91,7 @@ M.defaults = {
   default_agent = 'gemini',
   cli_settings = 'ask',
   tools = { enabled = true, trust = true, open_file = true },
+  changes = { enabled = true, max_turns = 20, max_file_kb = 1024 },
   terminal = {
     provider = 'native',
     window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
@@ -238,6 +245,14 @@ function M.set(opts)
   no_unknown_keys('tools.', tools, M.defaults.tools)
   for _, key in ipairs({ 'enabled', 'trust', 'open_file' }) do
     check('tools.' .. key, tools[key], 'a boolean', type(tools[key]) == 'boolean')
+  end
+  local changes = merged.changes
+  check('changes', changes, 'a table', type(changes) == 'table')
+  no_unknown_keys('changes.', changes, M.defaults.changes)
+  check('changes.enabled', changes.enabled, 'a boolean', type(changes.enabled) == 'boolean')
+  for _, key in ipairs({ 'max_turns', 'max_file_kb' }) do
+    local value = changes[key]
+    check('changes.' .. key, value, 'a positive integer', type(value) == 'number' and value >= 1 and value % 1 == 0)
   end
   local terminal = merged.terminal
   check('terminal', terminal, 'a table', type(terminal) == 'table')

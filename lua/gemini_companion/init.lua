@@ -43,6 +43,12 @@ end
 function M.start(quiet)
   local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() }, quiet)
   if not err then
+    local changes = config.options.changes
+    host.notify('changes_config', {
+      state_dir = vim.fn.stdpath('state') .. '/gemini-companion/changes',
+      max_turns = changes.max_turns,
+      max_file_bytes = changes.max_file_kb * 1024,
+    })
     require('gemini_companion.qwen_defaults').ensure()
     if config.options.context.enabled then
       require('gemini_companion.context').attach()

@@ -51,6 +51,11 @@ function M.ensure()
     merged.mcpServers = type(merged.mcpServers) == 'table' and merged.mcpServers or {}
     merged.mcpServers[name] = server
   end
+  for event, entry in pairs(require('gemini_companion.changes').hooks('qwen') or {}) do
+    merged.hooks = type(merged.hooks) == 'table' and merged.hooks or {}
+    local list = type(merged.hooks[event]) == 'table' and merged.hooks[event] or {}
+    merged.hooks[event] = vim.list_extend(vim.deepcopy(list), { entry }) -- after the system's own
+  end
   local dir = vim.fn.stdpath('run') .. '/gemini-companion'
   vim.fn.mkdir(dir, 'p', tonumber('700', 8))
   local path = ('%s/qwen-system-defaults-%d.json'):format(dir, vim.fn.getpid())

@@ -84,7 +84,7 @@ class Asgi:
             on_ready=lambda: None, on_failed=print, on_clients=lambda _c: None, on_stream_open=opened
         )
         self.access = access.Access()
-        self.access.serve(discovery.Advertisement(1, "tok", "qtok", "ttok", 1, 1, ["/"]))
+        self.access.serve(discovery.Advertisement(1, "tok", "qtok", "ttok", "htok", 1, 1, ["/"]))
         limits = mcp_server.Limits(max_sessions=2)
         self.server = mcp_server.McpServer(None, self.access.identify, 1, hooks, limits)  # type: ignore[arg-type]
         self.session = ""
@@ -185,7 +185,7 @@ def test_each_token_is_an_identity_and_a_session_belongs_to_its_token():
 def test_an_agent_gets_its_own_files_tokens_and_label(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
-    ad = discovery.Advertisement(4242, "tok", "qtok", "ttok", 1, os.getpid(), [str(tmp_path)])
+    ad = discovery.Advertisement(4242, "tok", "qtok", "ttok", "htok", 1, os.getpid(), [str(tmp_path)])
     registry = access.Access()
     registry.serve(ad)
     got = registry.register(ad, "qwen", "qwen", "0.24.4")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import discovery
-from .http_guard import EDITOR_PATH, MCP_PATH
+from .http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH
 
 CLI_NAMES = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}
 FIRST_AGENT_PID = 2**22 + 1  # above PID_MAX_LIMIT on 64-bit Linux
@@ -37,14 +37,15 @@ AGENT_PORTS = range(1, 1024)
 
 @dataclass(frozen=True)
 class Identity:
-    cli: str  # "gemini" | "qwen": whose discovery file the token came from; "model": the editor tools'
+    cli: str  # "gemini" | "qwen": whose discovery file the token came from; "model": the editor
+    # tools'; "hook": the CLIs' lifecycle hooks
     agent: str | None = None  # the managed agent's name; None: a CLI the plugin did not start
     version: str = ""  # the CLI's version from its package (Qwen reports a fixed 1.0.0)
 
     @property
     def path(self) -> str:
-        """The one endpoint this token opens: the IDE client's, or the model's tools."""
-        return EDITOR_PATH if self.cli == "model" else MCP_PATH
+        """The one endpoint this token opens: the IDE client's, the model's tools, or the hooks'."""
+        return {"model": EDITOR_PATH, "hook": HOOKS_PATH}.get(self.cli, MCP_PATH)
 
     def label(self, client_version: str) -> str:
         """`qwen (Qwen Code 0.24.4)`, `external Gemini CLI 0.61.0`."""
@@ -90,6 +91,7 @@ class Access:
                 _bearer(ad.token): Identity("gemini"),
                 _bearer(ad.qwen_token): Identity("qwen"),
                 _bearer(ad.tools_token): Identity("model"),
+                _bearer(ad.hooks_token): Identity("hook"),
             }
 
     def register(
@@ -127,6 +129,7 @@ class Access:
             "gemini_pid": agent.gemini_pid,
             "qwen_port": agent.qwen_port,
             "env": {
+                "GEMINI_COMPANION_AGENT": name,  # its hooks say whose turn it is (hook.py)
                 "GEMINI_CLI_IDE_PID": str(agent.gemini_pid),
                 "GEMINI_CLI_IDE_AUTH_TOKEN": agent.gemini_token,
                 "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": json.dumps(gemini["stdio"]["args"]),

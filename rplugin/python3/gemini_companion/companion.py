@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 
 from . import contract, discovery, launch
 from .access import Access
+from .changes import ChangesFeature
 from .context import ContextFeature
 from .diff import DiffFeature
 from .feature import Feature
@@ -54,7 +55,8 @@ class Companion:
         self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
         self._access = Access()  # the tokens we accept: whose each one is
         self._tools = ToolsFeature(editor, self, lambda: list(self._ad.workspace) if self._ad else [])
-        self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self), self._tools]
+        self._changes = ChangesFeature(editor, self)
+        self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self), self._tools, self._changes]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
@@ -238,6 +240,7 @@ class Companion:
             on_client_gone=self._on_client_gone,
             tools=[tool for feature in self._features for tool in feature.tools()],
             model_tools=self._tools.model_tools(),
+            on_hook=self._changes.on_hook,
         )
         server = mcp_server.McpServer(sock, self._access.identify, ad.port, hooks, mcp_server.Limits())
         with self._lock:

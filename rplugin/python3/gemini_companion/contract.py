@@ -9,11 +9,18 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypedDict
 
 from .discovery import Advertisement
-from .http_guard import EDITOR_PATH
+from .http_guard import EDITOR_PATH, HOOKS_PATH
+
+# The hook command the CLIs' settings run as `eval "$GEMINI_COMPANION_HOOK <event>"`: this
+# Python (standard library only, no site: it starts fast) on hook.py.
+HOOK_COMMAND = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(Path(__file__).with_name('hook.py')))}"
 
 
 def tools_url(ad: Advertisement) -> str:
@@ -41,6 +48,18 @@ class ToolsEndpoint(TypedDict):
     headers: dict[str, str]
 
 
+class LastTurn(TypedDict):
+    id: int
+    agent: str
+    files: int  # files it changed (so far, while open)
+    open: bool
+
+
+class ChangesInfo(TypedDict):
+    turns: int  # turns recorded (bounded)
+    last: LastTurn | None
+
+
 class Status(TypedDict):
     running: bool
     state: str  # stopped | starting | running | failed
@@ -56,6 +75,7 @@ class Status(TypedDict):
     clients: list[ClientInfo]
     diffs: list[DiffInfo]
     tools: ToolsEndpoint | None  # the model's editor tools (tools.py); None when stopped
+    changes: ChangesInfo  # what agents changed, turn by turn (changes.py)
 
 
 TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
@@ -69,6 +89,10 @@ TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
     # Neovim the URL expands to nothing and Gemini skips the server silently.
     "GEMINI_COMPANION_MCP_URL": lambda ad: tools_url(ad),
     "GEMINI_COMPANION_MCP_TOKEN": lambda ad: ad.tools_token,
+    # The CLIs' lifecycle hooks (changes.py): outside Neovim the hook is a `test -z` and exits.
+    "GEMINI_COMPANION_HOOK": lambda _ad: HOOK_COMMAND,
+    "GEMINI_COMPANION_HOOK_URL": lambda ad: f"http://127.0.0.1:{ad.port}{HOOKS_PATH}",
+    "GEMINI_COMPANION_HOOK_TOKEN": lambda ad: ad.hooks_token,
     # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
     "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.gemini_stdio()["command"],
     "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.gemini_stdio()["args"]),

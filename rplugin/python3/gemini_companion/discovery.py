@@ -164,6 +164,7 @@ class Advertisement:
     token: str  # in the Gemini file
     qwen_token: str  # in the Qwen lock file: a different one tells the server which CLI connected
     tools_token: str  # for the model's editor tools (tools.py), given to the CLIs' settings
+    hooks_token: str  # for the CLIs' lifecycle hooks (hook.py -> changes.py)
     ide_pid: int
     nvim_pid: int
     workspace: list[str]

@@ -2,8 +2,8 @@
 
 Checks, in order, before any byte of the body is read or any handler runs:
 Host is 127.0.0.1:PORT or localhost:PORT (DNS rebinding), no Origin header at
-all (browsers always send one; the CLIs never do), path is /mcp (the IDE client's)
-or /mcp/editor (the model's tools), and
+all (browsers always send one; the CLIs never do), path is /mcp (the IDE client's),
+/mcp/editor (the model's tools) or /hooks (the CLIs' hooks), and
 `Authorization: Bearer <token>` known to `identify` (which compares in constant
 time); the identity it returns goes on in `scope["identity"]`.
 WebSocket upgrades are refused outright.
@@ -23,6 +23,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"  # the IDE client's endpoint
 EDITOR_PATH = "/mcp/editor"  # the model's editor tools (tools.py)
+HOOKS_PATH = "/hooks"  # the CLIs' lifecycle hooks (hook.py): plain JSON, not MCP
 
 
 async def reply(send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -62,7 +63,7 @@ class RequestGuard:
         if b"origin" in headers:
             await reply(send, 403, "origin not allowed")
             return
-        if scope["path"] not in (MCP_PATH, EDITOR_PATH):
+        if scope["path"] not in (MCP_PATH, EDITOR_PATH, HOOKS_PATH):
             await reply(send, 404, "not found")
             return
         identity = self._identify(headers.get(b"authorization", b""))

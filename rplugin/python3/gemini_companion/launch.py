@@ -45,6 +45,7 @@ def launch(nvim_pid: int, workspace: list[str]) -> Launch:
         token=secrets.token_urlsafe(32),
         qwen_token=secrets.token_urlsafe(32),
         tools_token=secrets.token_urlsafe(32),
+        hooks_token=secrets.token_urlsafe(32),
         ide_pid=ide_pid(nvim_pid),
         nvim_pid=nvim_pid,
         workspace=clean_roots(workspace),

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from .feature import Tool, error
-from .http_guard import EDITOR_PATH, MCP_PATH, Receive, RequestGuard, Scope, Send, reply
+from .http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH, Receive, RequestGuard, Scope, Send, reply
 
 if TYPE_CHECKING:
     from .access import Identity
@@ -94,6 +94,8 @@ class Hooks:
     on_client_gone: Callable[[str], None] = lambda _sid: None
     tools: list[Tool] = field(default_factory=list)  # the IDE client's (openDiff, closeDiff)
     model_tools: list[Tool] = field(default_factory=list)  # the model's, on EDITOR_PATH (tools.py)
+    # A CLI hook's event on HOOKS_PATH (hook.py -> changes.py): its JSON in, the answer's out.
+    on_hook: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] | None = None
 
 
 class RpcError(Exception):
@@ -249,6 +251,9 @@ class McpServer:
         try:
             if identity.path != scope["path"]:
                 raise RpcError(403, -32600, "this token is not for this endpoint")
+            if identity.path == HOOKS_PATH:
+                await self._hook(method, receive, send)
+                return
             _check_protocol_version(headers)
             if method == "POST":
                 await self._post(headers, identity, receive, send)
@@ -278,14 +283,7 @@ class McpServer:
         accept = headers.get("accept", "*/*")
         if not any(kind in accept for kind in ("application/json", "text/event-stream", "*/*")):
             raise RpcError(406, -32600, "accept must allow application/json")
-        body = await self._read_body(receive)
-        if body is None:
-            await reply(send, 413, "request body too large")
-            return
-        try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise RpcError(400, -32700, "parse error: the body is not JSON") from None
+        message = await self._json_body(receive)
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise RpcError(400, -32600, "expected one JSON-RPC 2.0 message (batches are not supported)")
         name, request_id = message.get("method"), message.get("id")
@@ -307,6 +305,32 @@ class McpServer:
             session.busy -= 1
             session.last_seen = time.monotonic()
         await _send_json(send, 200, answer)
+
+    async def _hook(self, method: str, receive: Receive, send: Send) -> None:
+        if method != "POST" or self._hooks.on_hook is None:
+            await reply(send, 405, "hooks are POSTed")
+            return
+        try:
+            event = await self._json_body(receive)
+        except RpcError as err:
+            await reply(send, err.status, err.message)
+            return
+        if not isinstance(event, dict):
+            await reply(send, 400, "expected a JSON object")
+            return
+        answer = await self._hooks.on_hook(event)
+        data = json.dumps(answer).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": data})
+
+    async def _json_body(self, receive: Receive) -> Any:
+        body = await self._read_body(receive)
+        if body is None:
+            raise RpcError(413, -32600, "request body too large")
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise RpcError(400, -32700, "parse error: the body is not JSON") from None
 
     async def _read_body(self, receive: Receive) -> bytes | None:
         """The whole body, or None once it passes the limit (a chunked upload declares no length)."""

@@ -1,8 +1,9 @@
 """Merge keys into a CLI's JSON settings file and take them back, exactly: run by cli_settings.lua.
 
 `python settings_edit.py enable SETTINGS JOURNAL KEY=JSON...` sets each dotted KEY to the JSON
-value; `python settings_edit.py disable SETTINGS JOURNAL` takes back everything enabled in that
-file. Either prints {"changes": [...]} or {"error": "..."}. The file keeps its key order,
+value (`KEY+=JSON` appends the value to the list at KEY instead: hook arrays keep the user's
+entries); `python settings_edit.py disable SETTINGS JOURNAL` takes back everything enabled in
+that file. Either prints {"changes": [...]} or {"error": "..."}. The file keeps its key order,
 indentation style (2 spaces), mode and every other key; it is replaced atomically. The journal
 (JSON, 0600) remembers, per settings file and key, the value before we set it (absent or a
 value) and the value we wrote: `disable` restores a key only while it still holds ours (a value
@@ -88,9 +89,31 @@ def describe(value: Any) -> str:
 
 def entry(recorded: Any) -> dict[str, Any]:
     """A journal entry; early journals kept only the value before, and we always wrote true."""
-    if isinstance(recorded, dict) and set(recorded) == {"before", "wrote"}:
+    if isinstance(recorded, dict) and set(recorded) in ({"before", "wrote"}, {"appended", "created"}):
         return recorded
     return {"before": recorded, "wrote": True}
+
+
+def append(settings: dict[str, Any], record: dict[str, Any], name: str, value: Any) -> str | None:
+    keys = name.split(".")
+    now = get(settings, keys)
+    if now != ABSENT and not isinstance(now, list):
+        return None  # not a list: the user's, left alone
+    if now != ABSENT and value in now:
+        return None
+    put(settings, keys, ([] if now == ABSENT else now) + [value])
+    record[name + "+"] = {"appended": value, "created": now == ABSENT}
+    return f"{name}: + one entry"
+
+
+def unappend(settings: dict[str, Any], name: str, recorded: dict[str, Any]) -> str | None:
+    keys = name.split(".")
+    now = get(settings, keys)
+    if not isinstance(now, list) or recorded["appended"] not in now:
+        return None
+    rest = [item for item in now if item != recorded["appended"]]
+    put(settings, keys, ABSENT if not rest and recorded["created"] else rest)
+    return f"{name}: - one entry"
 
 
 def main() -> None:
@@ -102,6 +125,10 @@ def main() -> None:
     if verb == "enable":
         for item in wanted:
             name, _, encoded = item.partition("=")
+            if name.endswith("+"):
+                changed = append(settings, record, name[:-1], json.loads(encoded))
+                changes += [changed] if changed else []
+                continue
             keys, value = name.split("."), json.loads(encoded)
             now = get(settings, keys)
             if now != value:
@@ -112,6 +139,10 @@ def main() -> None:
     elif verb == "disable":
         for name, recorded in list(record.items()):
             del record[name]
+            if name.endswith("+"):
+                changed = unappend(settings, name[:-1], entry(recorded))
+                changes += [changed] if changed else []
+                continue
             before, wrote = entry(recorded)["before"], entry(recorded)["wrote"]
             keys = name.split(".")
             now = get(settings, keys)

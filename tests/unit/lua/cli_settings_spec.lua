@@ -22,7 +22,8 @@ return {
   enable_merges_and_keeps_every_other_key_and_the_mode = function()
     local path = fresh('{"model": {"name": "x"}, "ide": {"hasSeenNudge": false}}')
     local changes = assert(cli_settings.enable('gemini'))
-    assert(#changes == 4, vim.inspect(changes)) -- ide.enabled, ide.hasSeenNudge, two tool servers
+    -- ide.enabled, ide.hasSeenNudge, two tool servers, three hooks
+    assert(#changes == 7, vim.inspect(changes))
     local after = read(path)
     assert(after.model.name == 'x' and after.ide.enabled == true and after.ide.hasSeenNudge == true)
     assert(#cli_settings.missing('gemini') == 0, vim.inspect(cli_settings.missing('gemini')))
@@ -58,11 +59,24 @@ return {
     after.ide.hasSeenNudge = false -- the user's own change after enable
     vim.fn.writefile({ vim.json.encode(after) }, path)
     local changes = assert(cli_settings.disable('gemini'))
-    assert(#changes == 3, vim.inspect(changes))
+    assert(#changes == 6, vim.inspect(changes)) -- hasSeenNudge is the user's now
     local restored = read(path)
     assert(restored.mcpServers.neovim.command == 'mine' and restored.mcpServers.other.command == 'x')
     assert(restored.mcpServers['neovim-open'] == nil and restored.ide.enabled == nil)
     assert(restored.ide.hasSeenNudge == false, vim.inspect(restored))
+  end,
+  hooks_are_appended_beside_the_users_own_and_taken_back_alone = function()
+    local mine = { hooks = { { type = 'command', command = 'echo mine' } } }
+    local path = fresh(vim.json.encode({ hooks = { BeforeAgent = { mine } } }))
+    assert(cli_settings.enable('gemini'))
+    local before_agent = read(path).hooks.BeforeAgent
+    assert(#before_agent == 2 and before_agent[1].hooks[1].command == 'echo mine', vim.inspect(before_agent))
+    assert(before_agent[2].hooks[1].command:find('GEMINI_COMPANION_HOOK', 1, true))
+    assert(#read(path).hooks.AfterAgent == 1)
+    assert(#cli_settings.missing('gemini') == 0)
+    assert(cli_settings.disable('gemini'))
+    local after = read(path).hooks
+    assert(vim.deep_equal(after, { BeforeAgent = { mine } }), vim.inspect(after))
   end,
   tools_turned_off_register_nothing = function()
     require('gemini_companion.config').set({ tools = { enabled = false } })

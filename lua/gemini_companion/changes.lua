@@ -1,0 +1,516 @@
+--- What agents changed, turn by turn (the turns come from changes.py): `:GeminiChanges` lists a
+--- turn's files in the quickfix list; an entry opens "before the turn" beside the file as it is
+--- now, in diff mode; reverts go hunk by hunk, file by file or the whole turn. A revert never
+--- overwrites what changed after the turn (that hunk is refused and named) nor a buffer with
+--- unsaved edits, and goes through the buffer when one is loaded (so `u` takes it back).
+local host = require('gemini_companion.host')
+local message = require('gemini_companion.message')
+
+local M = {}
+
+local SCHEME = 'gemini-changes://'
+
+---@class gemini_companion.FileChange
+---@field path string relative to the turn's work tree
+---@field status 'created'|'modified'|'deleted'
+---@field added integer
+---@field removed integer
+---@field binary boolean
+
+---@class gemini_companion.Turn
+---@field id integer 0: a span of turns
+---@field agent string
+---@field boundary string
+---@field git_dir string
+---@field work_tree string
+---@field before string tree at the turn's start
+---@field after string tree at its end
+---@field open boolean
+---@field files gemini_companion.FileChange[]
+---@field skipped string[]
+
+--- Each CLI's hook events for a turn's start, a tool's end and the turn's end, and their
+--- timeouts in the CLI's unit (Gemini: ms; Qwen: s).
+local HOOK_EVENTS = {
+  gemini = {
+    { 'BeforeAgent', 'turn-start', 10000 },
+    { 'AfterTool', 'tool', 5000 },
+    { 'AfterAgent', 'turn-end', 10000 },
+  },
+  qwen = { { 'UserPromptSubmit', 'turn-start', 10 }, { 'PostToolUse', 'tool', 5 }, { 'Stop', 'turn-end', 10 } },
+}
+
+--- How a CLI's settings run our hooks: event -> the one entry we add to its array. The command
+--- is a `test` outside Neovim (GEMINI_COMPANION_HOOK unset: nothing runs, nothing is printed),
+--- and hook.py inside it; it always exits 0, so it can neither fail nor block the agent.
+---@param cli 'gemini'|'qwen'
+---@return table<string, table>? entries, nil when turned off (changes.enabled)
+function M.hooks(cli)
+  if not require('gemini_companion.config').options.changes.enabled then
+    return nil
+  end
+  local entries = {}
+  for _, event in ipairs(HOOK_EVENTS[cli]) do
+    local command = ('[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK %s"'):format(event[2])
+    entries[event[1]] = { hooks = { { type = 'command', command = command, timeout = event[3] } } }
+  end
+  return entries
+end
+
+--- Ended turns, oldest first (bounded: config changes.max_turns).
+---@type gemini_companion.Turn[]
+M.turns = {}
+
+---@type table<integer, gemini_companion.Turn> shown turns by id (spans too), for the diff buffers
+local shown = {}
+
+--- A turn ended (changes.py): remember it, tell the user and `User GeminiTurnEnded`.
+---@param turn gemini_companion.Turn
+function M.turn_ended(turn)
+  table.insert(M.turns, turn)
+  local max = require('gemini_companion.config').options.changes.max_turns
+  while #M.turns > max do
+    table.remove(M.turns, 1)
+  end
+  shown[turn.id] = turn
+  vim.api.nvim_exec_autocmds('User', {
+    pattern = 'GeminiTurnEnded',
+    modeline = false,
+    data = { turn = turn.id, agent = turn.agent, files = turn.files },
+  })
+  if #turn.files > 0 then
+    message.brief(
+      ('%s changed %d file%s (:GeminiChanges)'):format(turn.agent, #turn.files, #turn.files == 1 and '' or 's')
+    )
+  end
+end
+
+-- --- reading the three versions -------------------------------------------------------------
+
+--- The blobs of `path` in the given trees (nil where absent), in one `git cat-file --batch`.
+---@param turn gemini_companion.Turn
+---@param path string
+---@return string? before, string? after
+local function blobs(turn, path)
+  local input = ('%s:%s\n%s:%s\n'):format(turn.before, path, turn.after, path)
+  local done = vim.system({ 'git', '--git-dir', turn.git_dir, 'cat-file', '--batch' }, { stdin = input }):wait(5000)
+  local out, at, found = done.stdout or '', 1, {}
+  for i = 1, 2 do
+    local header_end = out:find('\n', at, true)
+    if not header_end then
+      break
+    end
+    local size = tonumber(out:sub(at, header_end - 1):match(' blob (%d+)$'))
+    if size then
+      found[i] = out:sub(header_end + 1, header_end + size)
+      at = header_end + size + 2
+    else
+      at = header_end + 1 -- "<name> missing"
+    end
+  end
+  return found[1], found[2]
+end
+
+---@param path string absolute
+---@return integer? buf a loaded buffer of the file
+local function loaded(path)
+  local buf = vim.fn.bufnr(path)
+  return buf > 0 and vim.api.nvim_buf_is_loaded(buf) and buf or nil
+end
+
+--- The file's text now: the disk's (an unmodified buffer may be a stale view of it), or the
+--- buffer's when it has unsaved edits (as it would be written: such a file is refused anyway).
+---@param path string absolute
+---@return string? text, integer? buf
+local function current(path)
+  local buf = loaded(path)
+  if buf and vim.bo[buf].modified then
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local eol = (vim.bo[buf].eol or vim.bo[buf].fixeol) and #lines > 0 and '\n' or ''
+    return table.concat(lines, '\n') .. eol, buf
+  end
+  local file = io.open(path, 'rb')
+  if not file then
+    return nil, buf
+  end
+  local text = file:read('*a')
+  file:close()
+  return text, buf
+end
+
+---@param text string?
+---@return string[] lines, boolean eol
+local function split(text)
+  if not text or text == '' then
+    return {}, false
+  end
+  local eol = text:sub(-1) == '\n'
+  return vim.split(eol and text:sub(1, -2) or text, '\n', { plain = true }), eol
+end
+
+-- --- writing -----------------------------------------------------------------------------------
+
+--- Write `text` as the file's content: through its buffer when loaded (undo works), else to disk
+--- atomically (mode kept). nil `text`: remove the file.
+---@param path string
+---@param text string?
+---@param buf integer?
+---@return boolean ok, string? error
+local function put(path, text, buf)
+  if buf and text then
+    local lines, eol = split(text)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].eol = eol
+    vim.bo[buf].fixeol = eol
+    local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+      vim.cmd('silent noautocmd lockmarks write!') -- exact bytes: no format-on-save
+    end)
+    return ok, not ok and tostring(err) or nil
+  end
+  if not text then
+    local ok, err = os.remove(path)
+    if buf and ok then
+      vim.api.nvim_buf_delete(buf, { force = false })
+    end
+    return ok ~= nil, err
+  end
+  vim.fn.mkdir(vim.fs.dirname(path), 'p')
+  local mode = (vim.uv.fs_stat(path) or {}).mode or tonumber('644', 8)
+  local tmp = ('%s.gemini-companion.%d.tmp'):format(path, vim.uv.hrtime())
+  local fd, err = vim.uv.fs_open(tmp, 'wx', mode % 4096)
+  if not fd then
+    return false, err
+  end
+  local ok, werr = vim.uv.fs_write(fd, text)
+  vim.uv.fs_close(fd)
+  if ok then
+    ok, werr = vim.uv.fs_rename(tmp, path)
+  end
+  if not ok then
+    vim.uv.fs_unlink(tmp)
+  end
+  return ok ~= nil and ok ~= false, werr
+end
+
+-- --- hunks ---------------------------------------------------------------------------------------
+
+---@class gemini_companion.Hunk
+---@field after_start integer first line in the turn's end version (count 0: insert after it)
+---@field after_count integer
+---@field before_start integer
+---@field before_count integer
+---@field now_start integer? where it lies now (nil: changed after the turn: not revertable)
+---@field already boolean? taken back already (the lines now are the turn's start)
+
+--- The turn's hunks (end version -> start version), each placed in the text as it is now.
+---@param before string
+---@param after string
+---@param now string
+---@return gemini_companion.Hunk[]
+local function hunks(before, after, now)
+  local norm = function(t)
+    return t:sub(-1) == '\n' and t or t .. '\n'
+  end
+  local turn = vim.diff(norm(after), norm(before), { result_type = 'indices' }) --[[@as integer[][] ]]
+  local since = vim.diff(norm(after), norm(now), { result_type = 'indices' }) --[[@as integer[][] ]]
+  local before_lines, now_lines = split(before), split(now)
+  local out = {}
+  for _, h in ipairs(turn) do
+    local first, last = h[1], h[1] + math.max(h[2], 1) - 1
+    local shift, clash, already = 0, false, false
+    for _, s in ipairs(since) do
+      local s_first, s_last = s[1], s[1] + math.max(s[2], 1) - 1
+      if s_last < first or (s[2] == 0 and s[1] < first) then
+        shift = shift + s[4] - s[2]
+      elseif s_first <= last or (h[2] == 0 and s[1] == h[1]) then
+        clash = true -- the user (or a later turn) changed these lines
+        already = s[1] == h[1]
+          and s[2] == h[2]
+          and vim.deep_equal(
+            vim.list_slice(now_lines, s[3], s[3] + s[4] - 1),
+            vim.list_slice(before_lines, h[3], h[3] + h[4] - 1)
+          )
+      end
+    end
+    table.insert(out, {
+      after_start = h[1],
+      after_count = h[2],
+      before_start = h[3],
+      before_count = h[4],
+      now_start = not clash and h[1] + shift or nil,
+      already = already,
+    })
+  end
+  return out
+end
+
+--- `now` with hunk `h` taken back to the turn's start.
+---@param h gemini_companion.Hunk
+---@param before_lines string[]
+---@param now_lines string[]
+---@return string[]
+local function apply(h, before_lines, now_lines)
+  local first0 = h.after_count == 0 and h.now_start or h.now_start - 1
+  local out = vim.list_slice(now_lines, 1, first0)
+  vim.list_extend(out, vim.list_slice(before_lines, h.before_start, h.before_start + h.before_count - 1))
+  return vim.list_extend(out, vim.list_slice(now_lines, first0 + h.after_count + 1))
+end
+
+-- --- reverting ---------------------------------------------------------------------------------
+
+---@class gemini_companion.RevertResult
+---@field reverted integer hunks (or whole files) taken back
+---@field refused {filename: string, lnum: integer, text: string}[] one per hunk left alone
+
+--- Take back the turn's change to `change.path`: every hunk, or only `only` (a hunk index).
+---@param turn gemini_companion.Turn
+---@param change gemini_companion.FileChange
+---@param only? integer
+---@return gemini_companion.RevertResult
+local function revert_file(turn, change, only)
+  local result = { reverted = 0, refused = {} }
+  local path = turn.work_tree .. '/' .. change.path
+  local before, after = blobs(turn, change.path)
+  local now, buf = current(path)
+  local function refuse(line, why)
+    table.insert(result.refused, { filename = path, lnum = line, text = why })
+    return result
+  end
+  if buf and vim.bo[buf].modified then
+    return refuse(1, 'has unsaved edits in Neovim: save or undo them first')
+  end
+  if now == after then -- untouched since the turn: the exact bytes back (or the file gone)
+    if only == nil or change.binary or not before or not after then
+      local ok, err = put(path, before, buf)
+      if not ok then
+        return refuse(1, err or 'cannot write')
+      end
+      result.reverted = 1
+      return result
+    end
+  elseif now == nil or after == nil or before == nil or change.binary then
+    return refuse(1, 'changed after the turn: left as it is')
+  end
+  local before_lines = split(before)
+  local now_lines, now_eol = split(now)
+  local list = hunks(before, after, now)
+  -- Last hunk first: the earlier ones keep their place.
+  for index = #list, 1, -1 do
+    local h = list[index]
+    if only == nil or only == index then
+      if h.now_start then
+        now_lines = apply(h, before_lines, now_lines)
+        result.reverted = result.reverted + 1
+      elseif not h.already then
+        refuse(h.after_start, 'changed after the turn: left as it is')
+      end
+    end
+  end
+  if result.reverted > 0 then
+    local ok, err = put(path, table.concat(now_lines, '\n') .. (now_eol and '\n' or ''), buf)
+    if not ok then
+      result.reverted = 0
+      return refuse(1, err or 'cannot write')
+    end
+  end
+  return result
+end
+
+---@param results gemini_companion.RevertResult[]
+---@param what string
+local function report(results, what)
+  local reverted, refused = 0, {}
+  for _, r in ipairs(results) do
+    reverted = reverted + r.reverted
+    vim.list_extend(refused, r.refused)
+  end
+  if #refused == 0 then
+    return message.notify(('%s: %d taken back'):format(what, reverted))
+  end
+  -- The refused hunks as a new quickfix list (the changes list stays in the stack: :colder).
+  vim.fn.setqflist({}, ' ', { title = ('Gemini changes: refused in %s'):format(what), items = refused })
+  local first = refused[1]
+  message.notify(
+    ('%s: %d taken back, %d refused (:copen lists them): %s:%d %s'):format(
+      what,
+      reverted,
+      #refused,
+      vim.fn.fnamemodify(first.filename, ':.'),
+      first.lnum,
+      first.text
+    ),
+    'warn'
+  )
+end
+
+-- --- the list and the diff --------------------------------------------------------------------
+
+---@param spec? string a turn id, 'all', or nil (the last)
+---@return gemini_companion.Turn? turn, string? error
+local function pick(spec)
+  if #M.turns == 0 then
+    return nil, 'no turn has ended yet (an agent with hooks, or :GeminiChanges mark, starts one)'
+  end
+  if not spec or spec == '' then
+    return M.turns[#M.turns]
+  end
+  for _, turn in ipairs(M.turns) do
+    if tostring(turn.id) == spec then
+      return turn
+    end
+  end
+  return nil, ('no turn %s (kept: %d to %d)'):format(spec, M.turns[1].id, M.turns[#M.turns].id)
+end
+
+--- Fill the quickfix list with a turn's files; an entry opens the diff.
+---@param turn gemini_companion.Turn?
+---@param err? string
+function M.show(turn, err)
+  if not turn then
+    return message.notify(err or 'nothing to show', 'warn')
+  end
+  shown[turn.id] = turn
+  local items = {}
+  for _, change in ipairs(turn.files) do
+    local summary = change.binary and 'binary' or ('+%d -%d'):format(change.added, change.removed)
+    table.insert(items, {
+      filename = ('%s%d/%s'):format(SCHEME, turn.id, change.path),
+      module = change.path,
+      lnum = 1,
+      text = ('%s %s (%s)'):format(change.status, summary, turn.agent),
+    })
+  end
+  for _, path in ipairs(turn.skipped or {}) do
+    table.insert(items, { module = path, text = 'over the size limit: not tracked', type = 'W', valid = 0 })
+  end
+  local title = turn.id == 0 and ('Gemini changes: %s'):format(turn.agent)
+    or ('Gemini changes: turn %d (%s)%s'):format(turn.id, turn.agent, turn.open and ', still going' or '')
+  vim.fn.setqflist({}, ' ', { title = title, items = items, context = { gemini_changes = turn.id } })
+  if #items == 0 then
+    return message.notify(title .. ': no file changed')
+  end
+  vim.cmd('botright copen')
+end
+
+--- The `gemini-changes://<turn>/<path>` buffer: the file before the turn, read-only, with the
+--- file as it is now beside it in diff mode.
+---@param buf integer
+function M.read(buf)
+  local id, path = vim.api.nvim_buf_get_name(buf):sub(#SCHEME + 1):match('^(%d+)/(.+)$')
+  local turn = shown[tonumber(id)]
+  if not turn then
+    return message.notify('this turn is no longer kept', 'error')
+  end
+  local before = blobs(turn, path)
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, (split(before)))
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = vim.filetype.match({ filename = path }) or ''
+  vim.b[buf].gemini_changes = { turn = turn.id, path = path }
+  vim.keymap.set('n', 'dp', function()
+    M.revert_hunk()
+  end, { buffer = buf, desc = message.prefixed('take this hunk back (checked)') })
+  vim.schedule(function()
+    local win = vim.fn.bufwinid(buf)
+    if win == -1 then
+      return
+    end
+    vim.api.nvim_set_current_win(win)
+    vim.cmd('diffthis')
+    vim.wo[win].winbar = ('%%#DiffDelete# before turn %d (%s) %%* dp: take the hunk back · :GeminiChanges revert: the file'):format(
+      turn.id,
+      turn.agent
+    )
+    local file = turn.work_tree .. '/' .. path
+    for _, other in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if vim.w[other].gemini_changes_now then -- the last entry's file: this one takes its place
+        vim.api.nvim_win_call(other, function()
+          vim.cmd('diffoff')
+        end)
+        vim.api.nvim_win_close(other, false)
+      end
+    end
+    vim.cmd('rightbelow vsplit ' .. vim.fn.fnameescape(file))
+    vim.w.gemini_changes_now = true
+    vim.cmd('diffthis')
+    vim.cmd('wincmd p')
+  end)
+end
+
+--- The hunk under the cursor in a `gemini-changes://` window, taken back.
+function M.revert_hunk()
+  local where = vim.b.gemini_changes
+  local turn = where and shown[where.turn]
+  if not turn then
+    return message.notify('not in a changes window (open one from :GeminiChanges)', 'error')
+  end
+  local change = vim.iter(turn.files):find(function(c)
+    return c.path == where.path
+  end)
+  local before, after = blobs(turn, where.path)
+  local now = current(turn.work_tree .. '/' .. where.path)
+  local line = vim.fn.line('.')
+  local index = nil
+  for i, h in ipairs(hunks(before or '', after or '', now or '')) do
+    if line >= h.before_start and line <= h.before_start + math.max(h.before_count, 1) - 1 then
+      index = i
+    end
+  end
+  if not change or not index then
+    return message.notify('no change of the turn at this line', 'warn')
+  end
+  report({ revert_file(turn, change, index) }, where.path)
+  vim.cmd('diffupdate')
+end
+
+vim.api.nvim_create_autocmd('BufReadCmd', {
+  group = vim.api.nvim_create_augroup('gemini_companion_changes', { clear = true }),
+  pattern = SCHEME .. '*',
+  callback = function(ev)
+    M.read(ev.buf)
+  end,
+})
+
+--- `:GeminiChanges [turn|all|mark|revert [file]|undo [turn]]`
+---@param args string[]
+function M.command(args)
+  local verb = args[1]
+  if verb == 'mark' then
+    host.notify('changes_mark', { cwd = vim.fn.getcwd(), reason = 'mark' })
+    return message.brief('changes: a new turn starts here')
+  elseif verb == 'all' then
+    return host.notify('changes_span', { first = 0 })
+  elseif verb == 'undo' then
+    local turn, err = pick(args[2])
+    if not turn then
+      return message.notify(err or '?', 'error')
+    end
+    local results = {}
+    for _, change in ipairs(turn.files) do
+      table.insert(results, revert_file(turn, change))
+    end
+    return report(results, ('turn %d (%s)'):format(turn.id, turn.agent))
+  elseif verb == 'revert' then
+    local where = vim.b.gemini_changes
+    local turn = where and shown[where.turn] or pick()
+    local target = args[2] and vim.fn.fnamemodify(args[2], ':p')
+      or (where and turn and turn.work_tree .. '/' .. where.path)
+      or vim.api.nvim_buf_get_name(0)
+    for _, change in ipairs(turn and turn.files or {}) do
+      if
+        turn.work_tree .. '/' .. change.path == vim.uv.fs_realpath(target)
+        or turn.work_tree .. '/' .. change.path == target
+      then
+        report({ revert_file(turn, change) }, change.path)
+        return pcall(vim.cmd.diffupdate)
+      end
+    end
+    return message.notify(('%s: not changed in the turn'):format(vim.fn.fnamemodify(target, ':~:.')), 'warn')
+  end
+  local turn, err = pick(verb)
+  M.show(turn, err)
+end
+
+return M

@@ -1,0 +1,214 @@
+"""What agents changed, turn by turn, whether or not it went through a review.
+
+A turn starts and ends with the CLI's own lifecycle hooks (hook.py POSTs to the server's
+/hooks path: Gemini's BeforeAgent/AfterTool/AfterAgent, Qwen's UserPromptSubmit/PostToolUse/
+Stop), or, for agents without hooks, with the editor's boundaries (`:GeminiChanges mark`, a
+prompt the plugin submits). Each boundary is a snapshot (snapshot.py); a turn's changes are
+the difference between its two. Lua gets each ended turn (`changes.turn_ended`) and does the
+rest: the list, the diffs, the reverts (changes.lua).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .feature import Link, Tool
+from .snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
+
+if TYPE_CHECKING:
+    from .companion import Editor
+
+TURN_START = {"BeforeAgent": "gemini", "UserPromptSubmit": "qwen"}  # hook event -> its CLI
+TOOL_EVENTS = ("AfterTool", "PostToolUse")
+GC_EVERY = 10  # turns between prunes of a shadow repository
+
+
+@dataclass
+class Turn:
+    id: int
+    agent: str  # the managed agent's name, "external gemini", or "you" (a manual mark)
+    boundary: str  # "hooks" | "mark" | "send": what started it
+    before: Snapshot
+    after: Snapshot | None = None
+    files: list[FileChange] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)  # what the agent's tools named
+    started: float = field(default_factory=time.time)
+    ended: float | None = None
+
+    def describe(self) -> dict[str, Any]:
+        after = self.after or self.before
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "boundary": self.boundary,
+            "git_dir": self.before.git_dir,
+            "work_tree": self.before.work_tree,
+            "before": self.before.tree,
+            "after": after.tree,
+            "open": self.after is None,
+            "files": [asdict(change) for change in self.files],
+            "skipped": sorted(set(self.before.skipped) | set(after.skipped)),
+            "tools": self.tools[-50:],
+            "started": self.started,
+            "ended": self.ended,
+        }
+
+
+class ChangesFeature:
+    def __init__(self, editor: Editor, link: Link) -> None:
+        self._editor = editor
+        self._link = link
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._snapshotter = Snapshotter(Path.home() / ".local" / "state" / "nvim" / "gemini-companion")
+        self._max_turns = 20
+        self._turns: list[Turn] = []
+        self._open: dict[str, Turn] = {}  # agent -> its turn in progress
+        self._hooked: set[str] = set()  # agents whose hooks have been heard: their boundaries are theirs
+        self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "changes_config": self._config,
+            "changes_mark": self._mark,
+            "changes_span": self._span,
+        }
+
+    # --- Feature ----------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        return []
+
+    async def on_stream_open(self, session_id: str) -> None: ...
+
+    def on_client_gone(self, session_id: str) -> None: ...
+
+    def on_stop(self) -> None: ...
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            last = self._turns[-1] if self._turns else None
+            return {
+                "changes": {
+                    "turns": len(self._turns),
+                    "last": None
+                    if last is None
+                    else {"id": last.id, "agent": last.agent, "files": len(last.files), "open": last.after is None},
+                }
+            }
+
+    # --- from the CLIs' hooks (server loop) ---------------------------------------------
+
+    async def on_hook(self, event: dict[str, Any]) -> dict[str, Any]:
+        import asyncio  # here, not at the top: asyncio costs the host's startup 45 ms
+
+        name = str(event.get("hook_event_name") or "")
+        kind = str(event.get("event") or "")
+        cli = TURN_START.get(name) or ("qwen" if name in ("Stop", "PostToolUse") else "gemini")
+        agent = str(event.get("agent") or f"external {cli}")
+        cwd = str(event.get("cwd") or "")
+        with self._lock:
+            self._hooked.add(agent)
+            # Qwen fires its prompt hook again for each round of tool results (Stop only at the
+            # real end): a turn the hooks opened goes on until its end hook.
+            going_on = agent in self._open and self._open[agent].boundary == "hooks"
+        if kind == "turn-start" and going_on:
+            return {}
+        if kind == "turn-start":
+            await asyncio.to_thread(self._boundary, agent, cwd, "hooks", True)
+        elif kind == "turn-end":
+            await asyncio.to_thread(self._boundary, agent, cwd, "hooks", False)
+        elif kind == "tool":
+            self._tool(agent, event)
+        return {}
+
+    def _tool(self, agent: str, event: dict[str, Any]) -> None:
+        tool_input = event.get("tool_input") if isinstance(event.get("tool_input"), dict) else {}
+        named = {k: str(v)[:500] for k, v in (tool_input or {}).items() if k in ("file_path", "path", "command")}
+        with self._lock:
+            turn = self._open.get(agent)
+            if turn is not None:
+                turn.tools.append({"tool": str(event.get("tool_name") or "?"), **named})
+
+    # --- from Lua (host main thread) ------------------------------------------------------
+
+    def _config(self, params: dict[str, Any]) -> None:
+        with self._lock:
+            if params.get("state_dir"):
+                limit = int(params.get("max_file_bytes") or 1 << 20)
+                self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit)
+            self._max_turns = max(1, int(params.get("max_turns") or 20))
+
+    def _mark(self, params: dict[str, Any]) -> None:
+        """A boundary from the editor: `:GeminiChanges mark`, or a prompt the plugin submitted
+        (ignored for an agent whose own hooks tell its turns)."""
+        agent = str(params.get("agent") or "you")
+        reason = "send" if params.get("reason") == "send" else "mark"
+        with self._lock:
+            if reason == "send" and agent in self._hooked:
+                return
+        cwd = str(params.get("cwd") or ".")
+        threading.Thread(target=self._boundary, args=(agent, cwd, reason, True), daemon=True).start()
+
+    def _span(self, params: dict[str, Any]) -> None:
+        """The changes from one turn's start to another's end (or now), for `:GeminiChanges all`:
+        answered with `changes.show`."""
+        threading.Thread(target=self._answer_span, args=(params,), daemon=True).start()
+
+    def _answer_span(self, params: dict[str, Any]) -> None:
+        with self._lock:
+            turns = [t for t in self._turns if int(params.get("first", 0)) <= t.id <= int(params.get("last", 1 << 30))]
+        if not turns:
+            self._editor.lua("require('gemini_companion.changes').show(...)", None, "no turn recorded yet")
+            return
+        first, last = turns[0], turns[-1]
+        try:
+            after = last.after or self._snapshotter.take(last.before.work_tree)
+            files = self._snapshotter.changes(first.before, after)
+        except SnapshotError as err:
+            self._editor.lua("require('gemini_companion.changes').show(...)", None, str(err))
+            return
+        span = Turn(0, ", ".join(dict.fromkeys(t.agent for t in turns)), "span", first.before, after, files)
+        self._editor.lua("require('gemini_companion.changes').show(...)", span.describe(), None)
+
+    # --- boundaries (worker threads) ------------------------------------------------------
+
+    def _boundary(self, agent: str, cwd: str, reason: str, starting: bool) -> None:
+        """End the agent's open turn (if any); start a new one when `starting`."""
+        with self._lock:
+            if not starting and agent not in self._open:
+                return
+        try:
+            snap = self._snapshotter.take(cwd or ".")
+        except SnapshotError as err:
+            self._editor.lua("require('gemini_companion.state').notify(...)", f"changes: {err}", "warn")
+            return
+        with self._lock:
+            ending = self._open.pop(agent, None)
+        if ending is not None:
+            self._end(ending, snap)
+        if starting:
+            turn = Turn(next(self._ids), agent, reason, snap)
+            with self._lock:
+                self._open[agent] = turn
+                self._turns.append(turn)
+                dropped = self._turns[: -self._max_turns]
+                self._turns = self._turns[-self._max_turns :]
+            self._prune(dropped)
+        self._link.changed()
+
+    def _end(self, turn: Turn, after: Snapshot) -> None:
+        if after.work_tree != turn.before.work_tree:  # the agent moved to another tree: no diff
+            after = self._snapshotter.take(turn.before.work_tree)
+        turn.files = self._snapshotter.changes(turn.before, after)
+        turn.after, turn.ended = after, time.time()
+        self._editor.lua("require('gemini_companion.changes').turn_ended(...)", turn.describe())
+
+    def _prune(self, dropped: list[Turn]) -> None:
+        if dropped and dropped[-1].id % GC_EVERY == 0:
+            with self._lock:
+                kept = [t.before for t in self._turns] + [t.after for t in self._turns if t.after]
+            self._snapshotter.prune(kept)

@@ -1,0 +1,182 @@
+"""`:GeminiChanges` in a real Neovim: turns told by the real hook command (as the CLIs' settings run
+it), snapshots of a real git work tree (and of a plain folder), the list, per-hunk and whole-turn
+reverts that never clobber what changed after the turn, and the user's git state untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Editor, Sandbox, wait_for
+from mcp_raw import RawSession
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def hook(editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None) -> None:
+    """Run the hook exactly as a CLI's settings do: the `test`/`eval` line, in the agent's env."""
+    command = editor.lua("return require('gemini_companion.changes').hooks('gemini').BeforeAgent.hooks[1].command")
+    command = command.replace("turn-start", event)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
+    for key in ("GEMINI_COMPANION_HOOK", "GEMINI_COMPANION_HOOK_URL", "GEMINI_COMPANION_HOOK_TOKEN"):
+        env[key] = editor.env(key) or ""
+    if agent:
+        env["GEMINI_COMPANION_AGENT"] = agent
+    stdin = json.dumps(payload)
+    done = subprocess.run(["sh", "-c", command], input=stdin, env=env, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout) == {}, done
+
+
+def turns(editor: Editor) -> list[dict[str, Any]]:
+    return editor.lua("return require('gemini_companion.changes').turns")
+
+
+def a_turn(editor: Editor, cwd: Path, change: Any, agent: str = "gemini") -> dict[str, Any]:
+    known = len(turns(editor))
+    hook(editor, cwd, "turn-start", {"hook_event_name": "BeforeAgent", "cwd": str(cwd)}, agent)
+    change()
+    hook(editor, cwd, "tool", {"hook_event_name": "AfterTool", "tool_name": "write_file", "cwd": str(cwd)}, agent)
+    hook(editor, cwd, "turn-end", {"hook_event_name": "AfterAgent", "cwd": str(cwd)}, agent)
+    return wait_for(lambda: len(turns(editor)) > known and turns(editor)[-1], 30, "the turn to end")
+
+
+@pytest.fixture
+def repo(sandbox: Sandbox) -> Path:
+    project = sandbox.project
+    git(project, "init", "-q")
+    (project / "a.txt").write_text("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n")
+    (project / "b.txt").write_text("bee\n")
+    (project / "gone.txt").write_text("bye\n")
+    (project / "sed.txt").write_text("colour\ncolour\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    return project
+
+
+@pytest.fixture
+def ed(editor_factory) -> Editor:
+    editor = editor_factory()
+    editor.wait_state("running")
+    return editor
+
+
+def agent_turn(repo: Path) -> None:
+    """Two files written, one deleted, one changed by a shell `sed`: four changes."""
+    (repo / "a.txt").write_text("1\nTWO\n3\n4\n5\n6\n7\n8\nNINE\n10\n")
+    (repo / "new.txt").write_text("fresh\n")
+    (repo / "gone.txt").unlink()
+    subprocess.run(["sed", "-i", "s/colour/color/", str(repo / "sed.txt")], check=True)
+
+
+def test_a_turn_lists_what_changed_and_undo_restores_it_byte_for_byte(ed, repo):
+    before = {p.name: p.read_bytes() for p in repo.iterdir() if p.is_file()}
+    git_state = (git(repo, "status", "--porcelain"), git(repo, "stash", "list"), git(repo, "for-each-ref"))
+    index = (repo / ".git" / "index").read_bytes()
+    turn = a_turn(ed, repo, lambda: agent_turn(repo))
+    files = {f["path"]: f for f in turn["files"]}
+    assert sorted(files) == ["a.txt", "gone.txt", "new.txt", "sed.txt"]
+    assert files["a.txt"]["status"] == "modified" and (files["a.txt"]["added"], files["a.txt"]["removed"]) == (2, 2)
+    assert files["new.txt"]["status"] == "created" and files["gone.txt"]["status"] == "deleted"
+    assert turn["agent"] == "gemini" and turn["tools"][0]["tool"] == "write_file"
+    assert ed.status()["changes"]["last"] == {"id": turn["id"], "agent": "gemini", "files": 4, "open": False}
+    ed.nvim.command("GeminiChanges")
+    qf = ed.lua("return vim.fn.getqflist({title = 1, items = 1})")
+    assert qf["title"] == f"Gemini changes: turn {turn['id']} (gemini)"
+    assert [i["module"] for i in qf["items"]] == ["a.txt", "gone.txt", "new.txt", "sed.txt"]
+    assert qf["items"][0]["text"] == "modified +2 -2 (gemini)"
+    ed.nvim.command("GeminiChanges undo")
+    after = {p.name: p.read_bytes() for p in repo.iterdir() if p.is_file()}
+    assert after == before
+    # The user's git state: as it was (the index byte for byte).
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert (git(repo, "status", "--porcelain"), git(repo, "stash", "list"), git(repo, "for-each-ref")) == git_state
+
+
+def test_one_hunk_reverts_exactly_and_a_later_edit_is_never_clobbered(ed, repo):
+    turn = a_turn(ed, repo, lambda: agent_turn(repo))
+    # The user changes line 9 (the turn's second hunk) after the turn.
+    (repo / "a.txt").write_text("1\nTWO\n3\n4\n5\n6\n7\n8\nnine, mine\n10\n")
+    ed.nvim.command("GeminiChanges")
+    ed.nvim.command("cfirst")  # a.txt: before the turn, beside the file now
+    wait_for(lambda: ed.lua("return #vim.api.nvim_tabpage_list_wins(0)") >= 2, 10, "the diff pair")
+    assert ed.lua("return vim.b.gemini_changes") == {"turn": turn["id"], "path": "a.txt"}
+    ed.nvim.command("call cursor(2, 1)")  # the first hunk: TWO <- 2
+    ed.nvim.feedkeys("dp")
+    wait_for(lambda: (repo / "a.txt").read_text().startswith("1\n2\n"), 10, "the hunk reverted")
+    assert (repo / "a.txt").read_text() == "1\n2\n3\n4\n5\n6\n7\n8\nnine, mine\n10\n"
+    # The whole file now: the second hunk was changed after the turn: refused, named, untouched.
+    ed.nvim.command("GeminiChanges revert")
+    assert (repo / "a.txt").read_text() == "1\n2\n3\n4\n5\n6\n7\n8\nnine, mine\n10\n"
+    assert "a.txt:9 changed after the turn" in ed.messages()
+    refused = ed.lua("return vim.fn.getqflist({title = 1, items = 1})")
+    assert [(i["lnum"], i["text"]) for i in refused["items"]] == [(9, "changed after the turn: left as it is")]
+
+
+def test_unsaved_edits_are_never_overwritten(ed, repo):
+    turn = a_turn(ed, repo, lambda: agent_turn(repo))
+    assert turn["files"]
+    ed.nvim.command(f"edit {repo / 'b.txt'}")  # b.txt is not in the turn; a.txt is
+    ed.nvim.command(f"edit {repo / 'a.txt'}")
+    ed.nvim.command("normal! Gounsaved")
+    ed.nvim.command("GeminiChanges undo")
+    assert (repo / "a.txt").read_text() == "1\nTWO\n3\n4\n5\n6\n7\n8\nNINE\n10\n"  # left alone
+    assert ed.lua("return vim.bo.modified") and ed.nvim.current.buffer[-1] == "unsaved"
+    assert "a.txt:1 has unsaved edits" in ed.messages()
+    assert (repo / "sed.txt").read_text() == "colour\ncolour\n"  # the rest was undone
+
+
+def test_a_revert_through_a_loaded_buffer_can_be_undone(ed, repo):
+    a_turn(ed, repo, lambda: agent_turn(repo))
+    ed.nvim.command(f"edit {repo / 'a.txt'}")
+    ed.nvim.command("GeminiChanges revert")
+    assert (repo / "a.txt").read_text() == "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
+    ed.nvim.command("undo")
+    assert ed.nvim.current.buffer[1] == "TWO"  # the agent's version, back in the buffer
+
+
+def test_a_file_changed_on_disk_behind_an_unmodified_buffer_is_not_clobbered(ed, repo):
+    a_turn(ed, repo, lambda: agent_turn(repo))
+    ed.nvim.command(f"edit {repo / 'a.txt'}")  # shows the agent's version, unmodified
+    (repo / "a.txt").write_text("1\nTWO\n3\n4\n5\n6\n7\n8\nmine now\n10\n")  # then another program
+    ed.nvim.command("GeminiChanges undo")
+    assert (repo / "a.txt").read_text() == "1\n2\n3\n4\n5\n6\n7\n8\nmine now\n10\n"  # only the free hunk
+
+
+def test_a_folder_outside_git_and_a_second_agent(ed, sandbox):
+    folder = sandbox.project / "plain"
+    folder.mkdir()
+    (folder / "x.txt").write_text("x\n")
+    first = a_turn(ed, folder, lambda: (folder / "x.txt").write_text("y\n"), agent="gemini")
+    second = a_turn(ed, folder, lambda: (folder / "z.txt").write_text("z\n"), agent="qwen")
+    assert [f["path"] for f in first["files"]] == ["x.txt"] and first["agent"] == "gemini"
+    assert [f["path"] for f in second["files"]] == ["z.txt"] and second["agent"] == "qwen"
+    assert not (folder / ".git").exists()
+    ed.nvim.command("GeminiChanges undo")  # the last turn: qwen's
+    assert not (folder / "z.txt").exists() and (folder / "x.txt").read_text() == "y\n"
+
+
+def test_the_hook_is_silent_and_instant_outside_neovim(ed, repo):
+    command = ed.lua("return require('gemini_companion.changes').hooks('qwen').Stop.hooks[1].command")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
+    done = subprocess.run(["sh", "-c", command], input="{}", env=env, capture_output=True, text=True, cwd=repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_the_hooks_endpoint_takes_only_the_hooks_token(ed):
+    port = ed.status()["port"]
+    hooks_token = ed.env("GEMINI_COMPANION_HOOK_TOKEN") or ""
+    ide_token = ed.env("GEMINI_CLI_IDE_AUTH_TOKEN") or ""
+    assert RawSession(port, ide_token, "/hooks").post_raw(b"{}")[0] == 403
+    assert RawSession(port, "nope", "/hooks").post_raw(b"{}")[0] == 401
+    assert RawSession(port, hooks_token, "/mcp").post_raw(b"{}")[0] == 403
+    assert RawSession(port, hooks_token, "/hooks").post_raw(b"[1]")[0] == 400
+    assert RawSession(port, hooks_token, "/hooks").post_raw(b'{"event": "tool"}')[0] == 200

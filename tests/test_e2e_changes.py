@@ -1,0 +1,89 @@
+"""`:GeminiChanges` with the real CLIs in YOLO mode (no review at all): the turn's boundaries come
+from the CLI's own hooks, registered by the plugin (Gemini: the user settings enable-cli writes;
+Qwen: the session defaults file). A turn that writes two files, deletes one and runs a shell
+`sed` lists four entries; one hunk goes back exactly; `undo` restores the rest byte for byte but
+not a file the user changed after the turn; the user's git index, stash and branches stay."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Sandbox, wait_for
+from e2e.fake_model import Turn
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, tmux_available
+from test_e2e_agents import neovim_with_agents
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
+]
+
+AGENT = {"gemini": [str(GEMINI_BIN), "--yolo"], "qwen": [str(NODE22), str(QWEN_CLI), "--yolo"]}
+SED = "colour\nkeep\nkeep\nkeep\ncolour\n"
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def script(cli: str, project: Path) -> list[Turn]:
+    shell = {
+        "command": "rm gone.txt && sed -i 's/colour/color/' sed.txt",
+        "description": "tidy",
+        "is_background": False,
+    }
+    read_first = [Turn(call="read_file", args={"file_path": str(project / "a.txt")})] if cli == "qwen" else []
+    return [
+        *read_first,
+        Turn(call="write_file", args={"file_path": str(project / "a.txt"), "content": "alpha\nBETA\n"}),
+        Turn(call="write_file", args={"file_path": str(project / "new.txt"), "content": "fresh\n"}),
+        Turn(call="run_shell_command", args=shell),
+        Turn(text="Tidied up."),
+    ]
+
+
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_a_yolo_turn_is_listed_and_taken_back_hunk_by_hunk(sandbox: Sandbox, cli: str):
+    project = sandbox.project
+    git(project, "init", "-q")
+    (project / "a.txt").write_text("alpha\nbeta\n")
+    (project / "gone.txt").write_text("bye\n")
+    (project / "sed.txt").write_text(SED)
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    git(project, "branch", "side")
+    (project / "a.txt").write_text("alpha\nbeta\nstashed\n")
+    git(project, "stash", "-q")
+    state = (git(project, "stash", "list"), git(project, "for-each-ref"), git(project, "ls-files", "-s"))
+    setup = {"agents": {cli: {"cmd": AGENT[cli]}}, "default_agent": cli, "cli_settings": "auto"}
+    with neovim_with_agents(sandbox, project / "a.txt", script(cli, project), setup) as (tui, model, _):
+        tui.ex("Gemini")
+        tui.wait_screen(READY)
+        tui.prompt("tidy the project", lambda: model.requests)
+        turns = "return require('gemini_companion.changes').turns"
+        turn = wait_for(lambda: [t for t in tui.lua(turns) if t["files"]], E2E_TIMEOUT, "the turn")[-1]
+        assert sorted(f["path"] for f in turn["files"]) == ["a.txt", "gone.txt", "new.txt", "sed.txt"]
+        assert turn["agent"] == cli and turn["boundary"] == "hooks"
+        assert len(tui.lua(turns)) == 1  # one prompt, one turn (Qwen re-fires its prompt hook per tool round)
+        tui.ex("GeminiChanges")
+        items = wait_for(lambda: tui.lua("return vim.fn.getqflist()"), 30, "the list")
+        assert len(items) == 4
+        # One hunk of the shell's sed, taken back from the diff: exactly those bytes.
+        assert (project / "sed.txt").read_text() == "color\nkeep\nkeep\nkeep\ncolor\n"
+        tui.lua("vim.cmd('cc 4') vim.fn.cursor(1, 1) require('gemini_companion.changes').revert_hunk()")
+        assert (project / "sed.txt").read_text() == "colour\nkeep\nkeep\nkeep\ncolor\n"
+        # The user edits a.txt after the turn: `undo` leaves it, restores the rest.
+        (project / "a.txt").write_text("alpha\nBETA\nmine\n")
+        tui.ex("GeminiChanges undo")
+        wait_for(lambda: (project / "sed.txt").read_text() == SED, 30, "the turn undone")
+        tui.wait_screen("1 refused")
+        assert (project / "a.txt").read_text() == "alpha\nBETA\nmine\n"
+        assert not (project / "new.txt").exists() and (project / "gone.txt").read_text() == "bye\n"
+        # (The CLI itself may refresh the index's stat data: its entries are what must stay.)
+        assert (git(project, "stash", "list"), git(project, "for-each-ref"), git(project, "ls-files", "-s")) == state
