@@ -169,12 +169,20 @@ def test_agent_env_carries_the_server_and_qwen_defaults(ed, log):
 
 def test_qwen_defaults_keep_the_system_defaults_they_replace(editor_factory, sandbox, log):
     system = sandbox.base / "system-defaults.json"
-    system.write_text(json.dumps({"$version": 4, "general": {"vimMode": True}, "ide": {"hasSeenNudge": False}}))
+    admins = {"hooks": [{"type": "command", "command": "echo admin"}]}
+    system.write_text(
+        json.dumps(
+            {"$version": 4, "general": {"vimMode": True}, "ide": {"hasSeenNudge": False}, "hooks": {"Stop": [admins]}}
+        )
+    )
     sandbox.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(system)
     editor = editor_factory(setup=fake_agents(log))
     editor.wait_state("running")
     ours = json.loads(Path(editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())
     assert sorted(ours.pop("mcpServers")) == ["neovim", "neovim-open"]
+    hooks = ours.pop("hooks")
+    assert sorted(hooks) == ["PostToolUse", "Stop", "UserPromptSubmit"]
+    assert hooks["Stop"][0] == admins and "GEMINI_COMPANION_HOOK" in hooks["Stop"][1]["hooks"][0]["command"]
     assert ours == {"$version": 4, "general": {"vimMode": True}, "ide": {"enabled": True, "hasSeenNudge": True}}
     editor.nvim.command("GeminiCompanion stop")
     assert editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") == str(system)  # back to what Neovim had

@@ -160,6 +160,13 @@ def test_a_folder_outside_git_and_a_second_agent(ed, sandbox):
     assert [f["path"] for f in first["files"]] == ["x.txt"] and first["agent"] == "gemini"
     assert [f["path"] for f in second["files"]] == ["z.txt"] and second["agent"] == "qwen"
     assert not (folder / ".git").exists()
+    ed.nvim.command("GeminiChanges all")  # both turns, from the first start to the last end
+    qf = wait_for(lambda: (q := ed.lua("return vim.fn.getqflist({title = 1, items = 1})"))["items"] and q, 30, "all")
+    assert qf["title"] == "Gemini changes: gemini, qwen"
+    assert [(i["module"], i["text"]) for i in qf["items"]] == [
+        ("x.txt", "modified +1 -1 (gemini, qwen)"),
+        ("z.txt", "created +1 -0 (gemini, qwen)"),
+    ]
     ed.nvim.command("GeminiChanges undo")  # the last turn: qwen's
     assert not (folder / "z.txt").exists() and (folder / "x.txt").read_text() == "y\n"
 
@@ -180,3 +187,13 @@ def test_the_hooks_endpoint_takes_only_the_hooks_token(ed):
     assert RawSession(port, hooks_token, "/mcp").post_raw(b"{}")[0] == 403
     assert RawSession(port, hooks_token, "/hooks").post_raw(b"[1]")[0] == 400
     assert RawSession(port, hooks_token, "/hooks").post_raw(b'{"event": "tool"}')[0] == 200
+
+
+def test_a_prompt_the_plugin_submitted_and_the_agents_own_hook_make_one_turn(ed, repo):
+    ed.lua(
+        "require('gemini_companion.host').notify('changes_mark', {agent = 'gemini', cwd = ..., reason = 'send'})",
+        str(repo),
+    )
+    wait_for(lambda: (ed.status()["changes"]["last"] or {}).get("open"), 30, "the turn the send opened")
+    turn = a_turn(ed, repo, lambda: agent_turn(repo))
+    assert len(turns(ed)) == 1 and turn["boundary"] == "hooks" and len(turn["files"]) == 4

@@ -90,6 +90,9 @@ def test_health_says_where_the_model_finds_the_editor_tools(editor_factory, sand
     report = checkhealth(editor)
     assert "WARNING Gemini CLI starts no MCP server in an untrusted folder" in report, report
     assert "DO_NOT_TRUST" in report
+    assert "WARNING Gemini CLI runs no hooks in a folder it does not trust" in report
+    assert "OK Qwen Code: turn hooks in this session's defaults file" in report
+    assert "is outside git: snapshots go to a private repository" in report
 
 
 def test_health_reports_an_unsafe_discovery_directory(editor_factory, sandbox):

@@ -240,6 +240,47 @@ local function check_tools()
   end
 end
 
+--- What agents changed: where the turn boundaries come from, and where snapshots go.
+local function check_changes()
+  health.start(message.prefixed('change review (:GeminiChanges, :h gemini-companion-changes)'))
+  if not require('gemini_companion.config').options.changes.enabled then
+    return health.info('turn hooks turned off (changes.enabled = false): :GeminiChanges mark sets turns by hand')
+  end
+  if vim.fn.executable('git') == 0 then
+    return health.error('git is not on PATH: no snapshots, no change list', { 'install git' })
+  end
+  local cwd = vim.fn.getcwd()
+  local top = vim.system({ 'git', '-C', cwd, 'rev-parse', '--show-toplevel' }, { text = true }):wait(5000)
+  if top.code == 0 then
+    health.ok(
+      ('snapshots of the git work tree %s (a temporary index: yours is untouched)'):format(vim.trim(top.stdout))
+    )
+  else
+    health.ok(('%s is outside git: snapshots go to a private repository under %s'):format(cwd, vim.fn.stdpath('state')))
+  end
+  local qwen_defaults = require('gemini_companion.qwen_defaults')
+  local qwen = qwen_defaults.path and require('gemini_companion.json_file').read(qwen_defaults.path)
+  if qwen and qwen.hooks then
+    health.ok("Qwen Code: turn hooks in this session's defaults file")
+  end
+  local cli_settings = require('gemini_companion.cli_settings')
+  local missing = vim.tbl_filter(function(key)
+    return vim.startswith(key, 'hooks.')
+  end, cli_settings.missing('gemini'))
+  local fallback = 'until then, turns start with :GeminiChanges mark and with prompts sent by :GeminiSend!'
+  if #missing > 0 then
+    health.warn(('Gemini CLI: no turn hooks in %s'):format(vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')), {
+      ':GeminiCompanion enable-cli gemini',
+      fallback,
+    })
+  elseif cli_settings.gemini_trust(cwd) ~= true then
+    health.warn('Gemini CLI runs no hooks in a folder it does not trust (see the tools section)', { fallback })
+  else
+    health.ok('Gemini CLI: turn hooks registered, and the folder is trusted')
+  end
+  health.info('a CLI the plugin did not start runs the hooks only when started from a Neovim terminal')
+end
+
 ---@param label string
 ---@param dirs gemini_companion.HealthDir[]
 local function report_dirs(label, dirs)
@@ -323,6 +364,7 @@ function M.check()
   check_server()
   check_agents()
   check_tools()
+  check_changes()
   if probe then
     check_directories(probe)
   end

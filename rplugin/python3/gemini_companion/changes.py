@@ -113,10 +113,12 @@ class ChangesFeature:
         with self._lock:
             self._hooked.add(agent)
             # Qwen fires its prompt hook again for each round of tool results (Stop only at the
-            # real end): a turn the hooks opened goes on until its end hook.
-            going_on = agent in self._open and self._open[agent].boundary == "hooks"
-        if kind == "turn-start" and going_on:
-            return {}
+            # real end): a turn the hooks opened goes on until its end hook. A turn the plugin
+            # opened as it submitted this very prompt (:GeminiSend!) becomes the hooks' turn.
+            going_on = self._open.get(agent)
+            if kind == "turn-start" and going_on is not None and going_on.boundary in ("hooks", "send"):
+                going_on.boundary = "hooks"
+                return {}
         if kind == "turn-start":
             await asyncio.to_thread(self._boundary, agent, cwd, "hooks", True)
         elif kind == "turn-end":
