@@ -8,7 +8,7 @@
 - Toggling an agent window (hide or show, redrawn), native provider.
 - Cursor motion with an idle real agent on screen, against none (Neovim CPU).
 - Gemini CLI's start outside Neovim with and without what enable-cli writes into its user
-  settings (IDE mode and the editor tools' `${VAR:-}` entries).
+  settings (IDE mode, the editor tools' `${VAR:-}` entries, the turn hooks).
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def bench_outside_neovim(base: Path) -> list[Row]:
     off, on = statistics.median(times[False]), statistics.median(times[True])
     return [
         row("gemini outside Neovim, spawn -> prompt, settings as they were", off, "ms", "-", True),
-        row("  with enable-cli's IDE mode + tool entries", on, "ms", "~ before", on <= off * 1.1),
+        row("  with enable-cli's IDE mode, tool entries, hooks", on, "ms", "~ before", on <= off * 1.1),
     ]
 
 
