@@ -197,3 +197,32 @@ def test_a_prompt_the_plugin_submitted_and_the_agents_own_hook_make_one_turn(ed,
     wait_for(lambda: (ed.status()["changes"]["last"] or {}).get("open"), 30, "the turn the send opened")
     turn = a_turn(ed, repo, lambda: agent_turn(repo))
     assert len(turns(ed)) == 1 and turn["boundary"] == "hooks" and len(turn["files"]) == 4
+
+
+def test_two_agents_at_once_each_get_the_files_their_tools_named(ed, repo):
+    def start(agent: str) -> None:
+        hook(ed, repo, "turn-start", {"hook_event_name": "BeforeAgent", "cwd": str(repo)}, agent)
+
+    def wrote(agent: str, name: str) -> None:
+        (repo / name).write_text(f"{agent}\n")
+        payload = {
+            "hook_event_name": "AfterTool",
+            "tool_name": "write_file",
+            "tool_input": {"file_path": str(repo / name)},
+        }
+        hook(ed, repo, "tool", payload, agent)
+
+    def end(agent: str) -> None:
+        hook(ed, repo, "turn-end", {"hook_event_name": "AfterAgent", "cwd": str(repo)}, agent)
+
+    start("gemini")
+    start("qwen")
+    wrote("qwen", "by_qwen.txt")
+    wrote("gemini", "by_gemini.txt")
+    end("qwen")
+    end("gemini")
+    ended = wait_for(lambda: len(t := turns(ed)) == 2 and t, 30, "both turns")
+    assert {t["agent"]: [f["path"] for f in t["files"]] for t in ended} == {
+        "qwen": ["by_qwen.txt"],
+        "gemini": ["by_gemini.txt"],
+    }

@@ -11,6 +11,7 @@ rest: the list, the diffs, the reverts (changes.lua).
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -205,7 +206,13 @@ class ChangesFeature:
     def _end(self, turn: Turn, after: Snapshot) -> None:
         if after.work_tree != turn.before.work_tree:  # the agent moved to another tree: no diff
             after = self._snapshotter.take(turn.before.work_tree)
-        turn.files = self._snapshotter.changes(turn.before, after)
+        files = self._snapshotter.changes(turn.before, after)
+        # Another agent's turn at the same time: a file only its tools named is its change.
+        with self._lock:
+            others = [t for t in self._turns if t.agent != turn.agent and (t.ended is None or t.ended >= turn.started)]
+        theirs = {path for other in others for path in _named(other, turn.before.work_tree)}
+        mine = set(_named(turn, turn.before.work_tree))
+        turn.files = [change for change in files if change.path not in theirs or change.path in mine]
         turn.after, turn.ended = after, time.time()
         self._editor.lua("require('gemini_companion.changes').turn_ended(...)", turn.describe())
 
@@ -214,3 +221,11 @@ class ChangesFeature:
             with self._lock:
                 kept = [t.before for t in self._turns] + [t.after for t in self._turns if t.after]
             self._snapshotter.prune(kept)
+
+
+def _named(turn: Turn, work_tree: str) -> list[str]:
+    """The files a turn's tools named, relative to `work_tree`."""
+    root = work_tree.rstrip("/") + "/"
+    paths = (str(tool.get("file_path") or tool.get("path") or "") for tool in turn.tools)
+    real = (os.path.realpath(path) if os.path.isabs(path) else path for path in paths if path)
+    return [path[len(root) :] if path.startswith(root) else path for path in real]
