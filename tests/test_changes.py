@@ -226,3 +226,33 @@ def test_two_agents_at_once_each_get_the_files_their_tools_named(ed, repo):
         "qwen": ["by_qwen.txt"],
         "gemini": ["by_gemini.txt"],
     }
+
+
+def test_reverts_touch_only_the_file_itself_and_keep_its_bytes(ed, repo):
+    (repo / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
+    git(repo, "add", "dos.txt")
+    git(repo, "commit", "-qm", "dos")
+    (repo / "a.txt.orig").write_text("precious\n")
+    ed.nvim.command(f"edit {repo / 'a.txt.orig'}")  # a buffer whose name contains a.txt
+    ed.nvim.command(f"edit {repo / 'dos.txt'}")  # a CRLF file, loaded
+    assert ed.lua("return vim.bo.fileformat") == "dos"
+    a_turn(
+        ed, repo, lambda: ((repo / "a.txt").write_text("agent\n"), (repo / "dos.txt").write_bytes(b"ONE\r\ntwo\r\n"))
+    )
+    ed.nvim.command("checktime")
+    ed.nvim.command("GeminiChanges undo")
+    assert (repo / "a.txt").read_text() == "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
+    assert (repo / "a.txt.orig").read_text() == "precious\n"
+    assert (repo / "dos.txt").read_bytes() == b"one\r\ntwo\r\n"
+    assert ed.nvim.current.buffer[:] == ["one", "two"]  # the buffer shows it
+    ed.nvim.command("undo")
+    assert ed.nvim.current.buffer[:] == ["ONE", "two"]  # and `u` takes the revert back
+
+
+def test_a_pruned_snapshot_is_never_taken_for_an_absent_file(ed, repo):
+    a_turn(ed, repo, lambda: agent_turn(repo))
+    ed.lua("local t = require('gemini_companion.changes').turns t[#t].before = string.rep('0', 40)")
+    ed.nvim.command("GeminiChanges undo")
+    assert (repo / "a.txt").read_text() == "1\nTWO\n3\n4\n5\n6\n7\n8\nNINE\n10\n"  # left, not deleted
+    assert (repo / "new.txt").exists()
+    assert "snapshot is gone" in ed.messages()

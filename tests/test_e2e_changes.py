@@ -14,7 +14,7 @@ import pytest
 
 from conftest import Sandbox, wait_for
 from e2e.fake_model import Turn
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, tmux_available
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, tmux_available
 from test_e2e_agents import neovim_with_agents
 
 pytestmark = [
@@ -64,8 +64,7 @@ def test_a_yolo_turn_is_listed_and_taken_back_hunk_by_hunk(sandbox: Sandbox, cli
     setup = {"agents": {cli: {"cmd": AGENT[cli]}}, "default_agent": cli, "cli_settings": "auto"}
     with neovim_with_agents(sandbox, project / "a.txt", script(cli, project), setup) as (tui, model, _):
         tui.ex("Gemini")
-        tui.wait_screen(READY)
-        tui.prompt("tidy the project", lambda: model.requests)
+        tui.ask_agent("tidy the project", lambda: model.requests)
         turns = "return require('gemini_companion.changes').turns"
         turn = wait_for(lambda: [t for t in tui.lua(turns) if t["files"]], E2E_TIMEOUT, "the turn")[-1]
         assert sorted(f["path"] for f in turn["files"]) == ["a.txt", "gone.txt", "new.txt", "sed.txt"]

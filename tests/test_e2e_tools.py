@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui, tmux_available
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
@@ -57,9 +57,8 @@ def test_the_model_reads_diagnostics_and_unsaved_text_through_the_registered_too
             UNSAVED,
         )
         tui.ex("Gemini")
-        tui.wait_screen(READY)
         wait_for(lambda: tui.status()["clients"], E2E_TIMEOUT, f"{cli} to connect")
-        tui.prompt("check app.py for errors", lambda: model.requests)
+        tui.ask_agent("check app.py for errors", lambda: model.requests)
         tui.wait_screen("Checked the editor.")
         # Registered by the plugin, declared to the model by name; open_file on its own server.
         first = next(r for r in model.requests if declared(r))

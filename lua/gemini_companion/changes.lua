@@ -87,35 +87,50 @@ end
 
 -- --- reading the three versions -------------------------------------------------------------
 
---- The blobs of `path` in the given trees (nil where absent), in one `git cat-file --batch`.
+--- The blobs of `path` in the turn's two trees (nil where absent), in one `git cat-file
+--- --batch`; `gone`: a tree itself is missing (pruned), so absent says nothing.
 ---@param turn gemini_companion.Turn
 ---@param path string
----@return string? before, string? after
+---@return string? before, string? after, boolean gone
 local function blobs(turn, path)
-  local input = ('%s:%s\n%s:%s\n'):format(turn.before, path, turn.after, path)
+  local input = ('%s\n%s\n%s:%s\n%s:%s\n'):format(turn.before, turn.after, turn.before, path, turn.after, path)
   local done = vim.system({ 'git', '--git-dir', turn.git_dir, 'cat-file', '--batch' }, { stdin = input }):wait(5000)
   local out, at, found = done.stdout or '', 1, {}
-  for i = 1, 2 do
+  for i = 1, 4 do
     local header_end = out:find('\n', at, true)
     if not header_end then
       break
     end
-    local size = tonumber(out:sub(at, header_end - 1):match(' blob (%d+)$'))
+    local kind, size = out:sub(at, header_end - 1):match(' (%a+) (%d+)$')
     if size then
-      found[i] = out:sub(header_end + 1, header_end + size)
-      at = header_end + size + 2
+      found[i] = kind == 'blob' and out:sub(header_end + 1, header_end + tonumber(size)) or true
+      at = header_end + tonumber(size) + 2
     else
       at = header_end + 1 -- "<name> missing"
     end
   end
-  return found[1], found[2]
+  return found[3], found[4], not (found[1] and found[2])
 end
 
 ---@param path string absolute
 ---@return integer? buf a loaded buffer of the file
 local function loaded(path)
-  local buf = vim.fn.bufnr(path)
-  return buf > 0 and vim.api.nvim_buf_is_loaded(buf) and buf or nil
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do -- exact names (bufnr() also takes a partial match)
+    local name = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf)
+    if name and name ~= '' and (name == path or vim.uv.fs_realpath(name) == path) then
+      return buf
+    end
+  end
+end
+
+--- The file mode git recorded for `path` in `tree` ("100644", "100755", "120000": a symlink).
+---@param turn gemini_companion.Turn
+---@param tree string
+---@param path string
+---@return string
+local function tree_mode(turn, tree, path)
+  local done = vim.system({ 'git', '--git-dir', turn.git_dir, 'ls-tree', tree, '--', path }, { text = true }):wait(5000)
+  return (done.stdout or ''):match('^(%d+) ') or '100644'
 end
 
 --- The file's text now: the disk's (an unmodified buffer may be a stale view of it), or the
@@ -150,23 +165,26 @@ end
 
 -- --- writing -----------------------------------------------------------------------------------
 
---- Write `text` as the file's content: through its buffer when loaded (undo works), else to disk
---- atomically (mode kept). nil `text`: remove the file.
+--- Reload an unmodified buffer from disk, keeping what it showed in its undo history.
+---@param buf integer
+local function reload(buf)
+  local undoreload = vim.o.undoreload
+  vim.o.undoreload = math.max(undoreload, vim.api.nvim_buf_line_count(buf) + 1)
+  pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd('silent edit!')
+  end)
+  vim.o.undoreload = undoreload
+end
+
+--- Write `text` as the file's exact bytes, atomically (mode kept, or `git_mode` for a file that
+--- is recreated), then reload its buffer if loaded: `u` takes the revert back. nil `text`:
+--- remove the file (and an unmodified buffer of it).
 ---@param path string
 ---@param text string?
 ---@param buf integer?
+---@param git_mode? string
 ---@return boolean ok, string? error
-local function put(path, text, buf)
-  if buf and text then
-    local lines, eol = split(text)
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-    vim.bo[buf].eol = eol
-    vim.bo[buf].fixeol = eol
-    local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
-      vim.cmd('silent noautocmd lockmarks write!') -- exact bytes: no format-on-save
-    end)
-    return ok, not ok and tostring(err) or nil
-  end
+local function put(path, text, buf, git_mode)
   if not text then
     local ok, err = os.remove(path)
     if buf and ok then
@@ -175,7 +193,11 @@ local function put(path, text, buf)
     return ok ~= nil, err
   end
   vim.fn.mkdir(vim.fs.dirname(path), 'p')
-  local mode = (vim.uv.fs_stat(path) or {}).mode or tonumber('644', 8)
+  if git_mode == '120000' and not vim.uv.fs_lstat(path) then
+    local ok, err = vim.uv.fs_symlink(text, path)
+    return ok == true, err
+  end
+  local mode = (vim.uv.fs_stat(path) or {}).mode or tonumber(git_mode == '100755' and '755' or '644', 8)
   local tmp = ('%s.gemini-companion.%d.tmp'):format(path, vim.uv.hrtime())
   local fd, err = vim.uv.fs_open(tmp, 'wx', mode % 4096)
   if not fd then
@@ -188,6 +210,8 @@ local function put(path, text, buf)
   end
   if not ok then
     vim.uv.fs_unlink(tmp)
+  elseif buf then
+    reload(buf)
   end
   return ok ~= nil and ok ~= false, werr
 end
@@ -208,8 +232,8 @@ end
 ---@param now string
 ---@return gemini_companion.Hunk[]
 local function hunks(before, after, now)
-  local norm = function(t)
-    return t:sub(-1) == '\n' and t or t .. '\n'
+  local norm = function(t) -- whole lines, as split() counts them ('' has none)
+    return (t == '' or t:sub(-1) == '\n') and t or t .. '\n'
   end
   local turn = vim.diff(norm(after), norm(before), { result_type = 'indices' }) --[[@as integer[][] ]]
   local since = vim.diff(norm(after), norm(now), { result_type = 'indices' }) --[[@as integer[][] ]]
@@ -270,7 +294,7 @@ end
 local function revert_file(turn, change, only)
   local result = { reverted = 0, refused = {} }
   local path = turn.work_tree .. '/' .. change.path
-  local before, after = blobs(turn, change.path)
+  local before, after, gone = blobs(turn, change.path)
   local now, buf = current(path)
   local function refuse(line, why)
     table.insert(result.refused, { filename = path, lnum = line, text = why })
@@ -279,9 +303,15 @@ local function revert_file(turn, change, only)
   if buf and vim.bo[buf].modified then
     return refuse(1, 'has unsaved edits in Neovim: save or undo them first')
   end
+  -- A version the change list says exists but git no longer has: pruned (or the user's own
+  -- `git gc`). Never read that as "the file did not exist".
+  if gone or (before == nil and change.status ~= 'created') or (after == nil and change.status ~= 'deleted') then
+    return refuse(1, "the turn's snapshot is gone (pruned): left as it is")
+  end
   if now == after then -- untouched since the turn: the exact bytes back (or the file gone)
     if only == nil or change.binary or not before or not after then
-      local ok, err = put(path, before, buf)
+      local git_mode = after == nil and tree_mode(turn, turn.before, change.path) or nil
+      local ok, err = put(path, before, buf, git_mode)
       if not ok then
         return refuse(1, err or 'cannot write')
       end
@@ -291,7 +321,7 @@ local function revert_file(turn, change, only)
   elseif now == nil or after == nil or before == nil or change.binary then
     return refuse(1, 'changed after the turn: left as it is')
   end
-  local before_lines = split(before)
+  local before_lines, before_eol = split(before)
   local now_lines, now_eol = split(now)
   local list = hunks(before, after, now)
   -- Last hunk first: the earlier ones keep their place.
@@ -299,6 +329,9 @@ local function revert_file(turn, change, only)
     local h = list[index]
     if only == nil or only == index then
       if h.now_start then
+        if h.now_start + math.max(h.after_count, 1) - 1 >= #now_lines then
+          now_eol = before_eol -- the last line comes back as it was, final newline or not
+        end
         now_lines = apply(h, before_lines, now_lines)
         result.reverted = result.reverted + 1
       elseif not h.already then

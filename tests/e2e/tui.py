@@ -140,6 +140,13 @@ class Tui:
                 continue
         raise AssertionError(f"the CLI never took the prompt {text!r}:\n{self.screen()}")
 
+    def ask_agent(self, text: str, submitted: Callable[[], Any]) -> None:
+        """Submit a prompt to the agent the plugin started, the way `:GeminiSend!` does (it waits
+        until the CLI takes input: no keystroke races a slow start or a terminal's answer)."""
+        self.wait_screen(READY)
+        self.lua("require('gemini_companion.agents').send(nil, ..., true)", text)
+        wait_for(submitted, E2E_TIMEOUT, f"the prompt {text!r} submitted")
+
     def start_cli(self, command: str, ready: str) -> None:
         """Open :terminal (a shell) and start the CLI in it, like a user."""
         self.ex("terminal")

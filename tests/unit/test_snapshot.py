@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from gemini_companion.snapshot import Snapshotter
@@ -78,3 +79,16 @@ def test_outside_git_a_private_shadow_repository_holds_the_snapshots(tmp_path):
     env = {**os.environ, "GIT_DIR": after.git_dir}
     done = subprocess.run(["git", "cat-file", "-e", after.tree], env=env, check=False)
     assert done.returncode == 0
+
+
+def test_an_edit_in_the_same_second_as_git_add_is_seen(tmp_path):
+    """The temporary index keeps the user's index mtime, so git's racy-file check still works."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f.txt").write_text("staged\n")
+    git(repo, "add", "f.txt")
+    (repo / "f.txt").write_text("edited\n")  # same size, same second
+    time.sleep(1.5)
+    snap = Snapshotter(tmp_path / "state").take(str(repo))
+    assert git(repo, "cat-file", "blob", f"{snap.tree}:f.txt") == "edited\n"

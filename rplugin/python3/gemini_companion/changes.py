@@ -198,8 +198,10 @@ class ChangesFeature:
             with self._lock:
                 self._open[agent] = turn
                 self._turns.append(turn)
-                dropped = self._turns[: -self._max_turns]
-                self._turns = self._turns[-self._max_turns :]
+                # Keep as many ended turns as Neovim does (changes.max_turns), and every open one.
+                ended = [t for t in self._turns if t.after is not None]
+                dropped = ended[: -self._max_turns]
+                self._turns = [t for t in self._turns if t not in dropped]
             self._prune(dropped)
         self._link.changed()
 

@@ -61,7 +61,9 @@ class Snapshotter:
             with tempfile.TemporaryDirectory(dir=self._dir("indexes")) as tmp:
                 index = os.path.join(tmp, "index")
                 if os.path.exists(user_index):
-                    shutil.copyfile(user_index, index)
+                    # copy2: the index's own mtime is what tells git a same-second edit may
+                    # hide behind clean-looking stat data ("racy git"); a fresh mtime would not.
+                    shutil.copy2(user_index, index)
                 return self._write(git_dir, top, index)
         work_tree = os.path.realpath(cwd)
         git_dir = self._shadow(work_tree)
