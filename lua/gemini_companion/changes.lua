@@ -2,7 +2,7 @@
 --- turn's files in the quickfix list; an entry opens "before the turn" beside the file as it is
 --- now, in diff mode; reverts go hunk by hunk, file by file or the whole turn. A revert never
 --- overwrites what changed after the turn (that hunk is refused and named) nor a buffer with
---- unsaved edits, and goes through the buffer when one is loaded (so `u` takes it back).
+--- unsaved edits; a loaded buffer is reloaded with its old text in its undo history (`u`).
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
