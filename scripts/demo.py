@@ -24,8 +24,9 @@ HINT = (
 XDG_KEYS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 # The checkout on the runtimepath (its venv runs the host), nothing written to disk.
-# The user's own XDG variables come back once Neovim has started, so a shell opened
-# with :terminal (and the `gemini` run in it) sees the usual environment.
+# The user's own XDG variables come back once the server runs (its state directory, where
+# change snapshots go, is taken at start), so a shell opened with :terminal (and the `gemini`
+# run in it) sees the usual environment.
 INIT_LUA = """
 local root = vim.env.GEMINI_COMPANION_DEMO_ROOT
 vim.opt.runtimepath:prepend(root)
@@ -36,14 +37,23 @@ require('gemini_companion').setup({ cli_settings = 'never' })
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
+    -- What was printed before Neovim took the screen, again where it can be seen.
+    vim.api.nvim_echo({ { vim.env.GEMINI_COMPANION_DEMO_HINT } }, false, {})
+    vim.env.GEMINI_COMPANION_DEMO_ROOT = nil
+    vim.env.GEMINI_COMPANION_DEMO_HINT = nil
+  end,
+})
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'GeminiStatusChanged',
+  callback = function()
+    if require('gemini_companion').status().state ~= 'running' then
+      return
+    end
     for key, value in pairs(vim.json.decode(vim.env.GEMINI_COMPANION_DEMO_XDG)) do
       vim.env[key] = value ~= vim.NIL and value or nil
     end
-    -- What was printed before Neovim took the screen, again where it can be seen.
-    vim.api.nvim_echo({ { vim.env.GEMINI_COMPANION_DEMO_HINT } }, false, {})
     vim.env.GEMINI_COMPANION_DEMO_XDG = nil
-    vim.env.GEMINI_COMPANION_DEMO_ROOT = nil
-    vim.env.GEMINI_COMPANION_DEMO_HINT = nil
+    return true -- once
   end,
 })
 """
