@@ -167,6 +167,7 @@ class ChangesFeature:
         if not turns:
             self._editor.lua("require('gemini_companion.changes').show(...)", None, "no turn recorded yet")
             return
+        turns = [t for t in turns if t.before.work_tree == turns[-1].before.work_tree]  # one tree: one diff
         first, last = turns[0], turns[-1]
         try:
             after = last.after or self._snapshotter.take(last.before.work_tree)
