@@ -25,8 +25,15 @@ from .snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
 if TYPE_CHECKING:
     from .companion import Editor
 
-TURN_START = {"BeforeAgent": "gemini", "UserPromptSubmit": "qwen"}  # hook event -> its CLI
-TOOL_EVENTS = ("AfterTool", "PostToolUse")
+# The hook events we register (changes.lua `hooks`), and whose they are.
+HOOK_CLI = {
+    "BeforeAgent": "gemini",
+    "AfterTool": "gemini",
+    "AfterAgent": "gemini",
+    "UserPromptSubmit": "qwen",
+    "PostToolUse": "qwen",
+    "Stop": "qwen",
+}
 GC_EVERY = 10  # turns between prunes of a shadow repository
 
 
@@ -108,7 +115,7 @@ class ChangesFeature:
 
         name = str(event.get("hook_event_name") or "")
         kind = str(event.get("event") or "")
-        cli = TURN_START.get(name) or ("qwen" if name in ("Stop", "PostToolUse") else "gemini")
+        cli = HOOK_CLI.get(name, "gemini")
         agent = str(event.get("agent") or f"external {cli}")
         cwd = str(event.get("cwd") or "")
         with self._lock:
@@ -165,7 +172,7 @@ class ChangesFeature:
         with self._lock:
             turns = [t for t in self._turns if int(params.get("first", 0)) <= t.id <= int(params.get("last", 1 << 30))]
         if not turns:
-            self._editor.lua("require('gemini_companion.changes').show(...)", None, "no turn recorded yet")
+            self._show(None, "no turn recorded yet")
             return
         turns = [t for t in turns if t.before.work_tree == turns[-1].before.work_tree]  # one tree: one diff
         first, last = turns[0], turns[-1]
@@ -173,10 +180,13 @@ class ChangesFeature:
             after = last.after or self._snapshotter.take(last.before.work_tree)
             files = self._snapshotter.changes(first.before, after)
         except SnapshotError as err:
-            self._editor.lua("require('gemini_companion.changes').show(...)", None, str(err))
+            self._show(None, str(err))
             return
         span = Turn(0, ", ".join(dict.fromkeys(t.agent for t in turns)), "span", first.before, after, files)
-        self._editor.lua("require('gemini_companion.changes').show(...)", span.describe(), None)
+        self._show(span.describe(), None)
+
+    def _show(self, turn: dict[str, Any] | None, why: str | None) -> None:
+        self._editor.lua("require('gemini_companion.changes').show(...)", turn, why)
 
     # --- boundaries (worker threads) ------------------------------------------------------
 

@@ -23,8 +23,13 @@ from .http_guard import EDITOR_PATH, HOOKS_PATH
 HOOK_COMMAND = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(Path(__file__).with_name('hook.py')))}"
 
 
+def url(ad: Advertisement, path: str) -> str:
+    """One of the server's endpoints (http_guard's paths)."""
+    return f"http://127.0.0.1:{ad.port}{path}"
+
+
 def tools_url(ad: Advertisement) -> str:
-    return f"http://127.0.0.1:{ad.port}{EDITOR_PATH}"
+    return url(ad, EDITOR_PATH)
 
 
 class ClientInfo(TypedDict):
@@ -91,7 +96,7 @@ TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
     "GEMINI_COMPANION_MCP_TOKEN": lambda ad: ad.tools_token,
     # The CLIs' lifecycle hooks (changes.py): outside Neovim the hook is a `test -z` and exits.
     "GEMINI_COMPANION_HOOK": lambda _ad: HOOK_COMMAND,
-    "GEMINI_COMPANION_HOOK_URL": lambda ad: f"http://127.0.0.1:{ad.port}{HOOKS_PATH}",
+    "GEMINI_COMPANION_HOOK_URL": lambda ad: url(ad, HOOKS_PATH),
     "GEMINI_COMPANION_HOOK_TOKEN": lambda ad: ad.hooks_token,
     # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
     "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.gemini_stdio()["command"],

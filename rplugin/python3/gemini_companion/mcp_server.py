@@ -318,10 +318,7 @@ class McpServer:
         if not isinstance(event, dict):
             await reply(send, 400, "expected a JSON object")
             return
-        answer = await self._hooks.on_hook(event)
-        data = json.dumps(answer).encode()
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": data})
+        await _send_json(send, 200, await self._hooks.on_hook(event))
 
     async def _json_body(self, receive: Receive) -> Any:
         body = await self._read_body(receive)

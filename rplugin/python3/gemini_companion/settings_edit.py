@@ -94,6 +94,26 @@ def entry(recorded: Any) -> dict[str, Any]:
     return {"before": recorded, "wrote": True}
 
 
+def assign(settings: dict[str, Any], record: dict[str, Any], name: str, value: Any) -> str | None:
+    keys = name.split(".")
+    now = get(settings, keys)
+    if now == value:
+        return None
+    before = entry(record[name])["before"] if name in record else now
+    record[name] = {"before": before, "wrote": value}
+    put(settings, keys, value)
+    return f"{name}: {describe(now)} -> {describe(value)}"
+
+
+def unassign(settings: dict[str, Any], name: str, recorded: dict[str, Any]) -> str | None:
+    keys = name.split(".")
+    now = get(settings, keys)
+    if now != recorded["wrote"]:  # a value changed since is the user's now
+        return None
+    put(settings, keys, recorded["before"])
+    return f"{name}: {describe(now)} -> {'(removed)' if recorded['before'] == ABSENT else describe(recorded['before'])}"
+
+
 def append(settings: dict[str, Any], record: dict[str, Any], name: str, value: Any) -> str | None:
     keys = name.split(".")
     now = get(settings, keys)
@@ -121,34 +141,23 @@ def main() -> None:
     settings = load(path)
     journal = load(journal_path)
     record: dict[str, Any] = journal.setdefault(path, {})
-    changes = []
+    changed: list[str | None] = []
     if verb == "enable":
         for item in wanted:
             name, _, encoded = item.partition("=")
-            if name.endswith("+"):
-                changed = append(settings, record, name[:-1], json.loads(encoded))
-                changes += [changed] if changed else []
-                continue
-            keys, value = name.split("."), json.loads(encoded)
-            now = get(settings, keys)
-            if now != value:
-                before = entry(record[name])["before"] if name in record else now
-                record[name] = {"before": before, "wrote": value}
-                put(settings, keys, value)
-                changes.append(f"{name}: {describe(now)} -> {describe(value)}")
+            value = json.loads(encoded)
+            if name.endswith("+"):  # `key+`: appended to the list there
+                changed.append(append(settings, record, name[:-1], value))
+            else:
+                changed.append(assign(settings, record, name, value))
     elif verb == "disable":
         for name, recorded in list(record.items()):
             del record[name]
             if name.endswith("+"):
-                changed = unappend(settings, name[:-1], entry(recorded))
-                changes += [changed] if changed else []
-                continue
-            before, wrote = entry(recorded)["before"], entry(recorded)["wrote"]
-            keys = name.split(".")
-            now = get(settings, keys)
-            if now == wrote:  # still ours; a value changed since is the user's now
-                put(settings, keys, before)
-                changes.append(f"{name}: {describe(now)} -> {'(removed)' if before == ABSENT else describe(before)}")
+                changed.append(unappend(settings, name[:-1], entry(recorded)))
+            else:
+                changed.append(unassign(settings, name, entry(recorded)))
+    changes = [line for line in changed if line]
     if changes:
         save(path, settings)
     if not record:

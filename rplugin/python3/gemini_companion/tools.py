@@ -25,16 +25,6 @@ if TYPE_CHECKING:
 
 ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools.lua)
 SEVERITIES = ("error", "warning", "info", "hint")
-READ_ONLY = (
-    "get_diagnostics",
-    "get_open_buffers",
-    "read_buffer",
-    "lsp_definition",
-    "lsp_references",
-    "lsp_hover",
-    "lsp_document_symbols",
-    "lsp_workspace_symbols",
-)
 
 
 class ToolError(Exception):
