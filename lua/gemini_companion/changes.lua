@@ -3,6 +3,7 @@
 --- now, in diff mode; reverts go hunk by hunk, file by file or the whole turn. A revert never
 --- overwrites what changed after the turn (that hunk is refused and named) nor a buffer with
 --- unsaved edits; a loaded buffer is reloaded with its old text in its undo history (`u`).
+local files = require('gemini_companion.files')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
@@ -133,24 +134,12 @@ local function tree_mode(turn, tree, path)
   return (done.stdout or ''):match('^(%d+) ') or '100644'
 end
 
---- The file's text now: the disk's (an unmodified buffer may be a stale view of it), or the
---- buffer's when it has unsaved edits (as it would be written: such a file is refused anyway).
+--- The file's text now, from disk (an unmodified buffer may be a stale view of it; a file whose
+--- buffer has unsaved edits is refused before its text matters), and its loaded buffer.
 ---@param path string absolute
 ---@return string? text, integer? buf
 local function current(path)
-  local buf = loaded(path)
-  if buf and vim.bo[buf].modified then
-    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-    local eol = (vim.bo[buf].eol or vim.bo[buf].fixeol) and #lines > 0 and '\n' or ''
-    return table.concat(lines, '\n') .. eol, buf
-  end
-  local file = io.open(path, 'rb')
-  if not file then
-    return nil, buf
-  end
-  local text = file:read('*a')
-  file:close()
-  return text, buf
+  return files.read(path), loaded(path)
 end
 
 ---@param text string?
@@ -198,22 +187,11 @@ local function put(path, text, buf, git_mode)
     return ok == true, err
   end
   local mode = (vim.uv.fs_stat(path) or {}).mode or tonumber(git_mode == '100755' and '755' or '644', 8)
-  local tmp = ('%s.gemini-companion.%d.tmp'):format(path, vim.uv.hrtime())
-  local fd, err = vim.uv.fs_open(tmp, 'wx', mode % 4096)
-  if not fd then
-    return false, err
-  end
-  local ok, werr = vim.uv.fs_write(fd, text)
-  vim.uv.fs_close(fd)
-  if ok then
-    ok, werr = vim.uv.fs_rename(tmp, path)
-  end
-  if not ok then
-    vim.uv.fs_unlink(tmp)
-  elseif buf then
+  local ok, err = files.write(path, text, mode % 4096)
+  if ok and buf then
     reload(buf)
   end
-  return ok ~= nil and ok ~= false, werr
+  return ok, err
 end
 
 -- --- hunks ---------------------------------------------------------------------------------------

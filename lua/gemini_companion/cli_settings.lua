@@ -40,10 +40,7 @@ function M.missing(cli)
   local settings = json_file.read(M.path(cli)) or {}
   local missing = {}
   for name, value in pairs(M.wanted(cli)) do
-    local now = settings
-    for key in vim.gsplit(name:gsub('%+$', ''), '.', { plain = true }) do
-      now = type(now) == 'table' and now[key] or nil
-    end
+    local now = vim.tbl_get(settings, unpack(vim.split(name:gsub('%+$', ''), '.', { plain = true })))
     local appended = name:sub(-1) == '+'
     local found = appended
       and vim.iter(type(now) == 'table' and now or {}):any(function(item)

@@ -195,6 +195,22 @@ local function check_agents()
   health.ok('Qwen Code: IDE mode comes with the per-session defaults file (nothing written to its settings)')
 end
 
+--- This session's Qwen defaults file, as written (nil: none).
+---@return table?
+local function qwen_session_settings()
+  local path = require('gemini_companion.qwen_defaults').path
+  return path and require('gemini_companion.json_file').read(path)
+end
+
+--- The keys under `prefix` enable-cli would still have to write into Gemini's settings.
+---@param prefix string
+---@return string[]
+local function gemini_missing(prefix)
+  return vim.tbl_filter(function(key)
+    return vim.startswith(key, prefix)
+  end, require('gemini_companion.cli_settings').missing('gemini'))
+end
+
 --- The model's editor tools: the endpoint, and whether each CLI will find them.
 local function check_tools()
   health.start(message.prefixed('editor tools for the model (:h gemini-companion-tools)'))
@@ -208,17 +224,14 @@ local function check_tools()
   else
     health.info('no server runs: no endpoint')
   end
-  local qwen_defaults = require('gemini_companion.qwen_defaults')
-  local qwen = qwen_defaults.path and require('gemini_companion.json_file').read(qwen_defaults.path)
+  local qwen = qwen_session_settings()
   if qwen and qwen.mcpServers then
     health.ok("Qwen Code: registered in this session's defaults file")
   elseif tools then
     health.warn('Qwen Code: the session defaults file does not name them', { ':GeminiCompanion restart' })
   end
   local cli_settings = require('gemini_companion.cli_settings')
-  local missing = vim.tbl_filter(function(key)
-    return vim.startswith(key, 'mcpServers.')
-  end, cli_settings.missing('gemini'))
+  local missing = gemini_missing('mcpServers.')
   local path = vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')
   if #missing > 0 then
     health.warn(('Gemini CLI: %s not in %s'):format(table.concat(missing, ', '), path), {
@@ -258,15 +271,12 @@ local function check_changes()
   else
     health.ok(('%s is outside git: snapshots go to a private repository under %s'):format(cwd, vim.fn.stdpath('state')))
   end
-  local qwen_defaults = require('gemini_companion.qwen_defaults')
-  local qwen = qwen_defaults.path and require('gemini_companion.json_file').read(qwen_defaults.path)
+  local qwen = qwen_session_settings()
   if qwen and qwen.hooks then
     health.ok("Qwen Code: turn hooks in this session's defaults file")
   end
   local cli_settings = require('gemini_companion.cli_settings')
-  local missing = vim.tbl_filter(function(key)
-    return vim.startswith(key, 'hooks.')
-  end, cli_settings.missing('gemini'))
+  local missing = gemini_missing('hooks.')
   local fallback = 'until then, turns start with :GeminiChanges mark and with prompts sent by :GeminiSend!'
   if #missing > 0 then
     health.warn(('Gemini CLI: no turn hooks in %s'):format(vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')), {

@@ -6,13 +6,8 @@ local M = {}
 ---@param path string
 ---@return table? value, string? error
 function M.read(path)
-  local file = io.open(path, 'r')
-  if not file then
-    return {}
-  end
-  local text = file:read('*a')
-  file:close()
-  if vim.trim(text) == '' then
+  local text = require('gemini_companion.files').read(path)
+  if not text or vim.trim(text) == '' then
     return {}
   end
   local ok, value = pcall(vim.json.decode, text)

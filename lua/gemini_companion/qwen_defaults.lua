@@ -59,21 +59,9 @@ function M.ensure()
   local dir = vim.fn.stdpath('run') .. '/gemini-companion'
   vim.fn.mkdir(dir, 'p', tonumber('700', 8))
   local path = ('%s/qwen-system-defaults-%d.json'):format(dir, vim.fn.getpid())
-  local tmp = ('%s.%d.tmp'):format(path, vim.uv.hrtime())
-  local fd, err = vim.uv.fs_open(tmp, 'wx', tonumber('600', 8))
-  if not fd then
-    return nil, err
-  end
-  local ok, werr = vim.uv.fs_write(fd, vim.json.encode(merged))
-  vim.uv.fs_close(fd)
+  local ok, err = require('gemini_companion.files').write(path, vim.json.encode(merged), tonumber('600', 8))
   if not ok then
-    vim.uv.fs_unlink(tmp)
-    return nil, werr
-  end
-  local renamed, rerr = vim.uv.fs_rename(tmp, path)
-  if not renamed then
-    vim.uv.fs_unlink(tmp)
-    return nil, rerr
+    return nil, err
   end
   M.path = path
   written_tools = tools_endpoint()

@@ -1,6 +1,7 @@
 --- The model's editor tools, answered from Neovim (tools.py has checked every argument and
 --- resolved every path into the workspace). Each call ends with one `tool_result`; language
 --- server requests are asynchronous and bounded, so nothing here blocks typing.
+local files = require('gemini_companion.files')
 local host = require('gemini_companion.host')
 
 local M = {}
@@ -54,18 +55,6 @@ local function loaded_buffer(path)
       return buf
     end
   end
-end
-
----@param path string
----@return string? text
-local function read_file(path)
-  local file = io.open(path, 'rb')
-  if not file then
-    return nil
-  end
-  local text = file:read('*a')
-  file:close()
-  return text
 end
 
 --- The buffer's text as it would be written (line endings and final newline included).
@@ -156,7 +145,7 @@ function handlers.read_buffer(args, done)
   if buf then
     lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   else
-    disk = read_file(args.path)
+    disk = files.read(args.path)
     if not disk then
       return done(nil, ('%s: no such file'):format(relative(args.path, args.roots)))
     end
@@ -167,7 +156,7 @@ function handlers.read_buffer(args, done)
   local last = math.min(args.end_line or total, total)
   local unsaved = false
   if buf then
-    local on_disk = read_file(args.path)
+    local on_disk = files.read(args.path)
     unsaved = on_disk == nil or on_disk ~= as_written(buf, lines)
   end
   done({
