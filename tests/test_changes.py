@@ -12,14 +12,8 @@ from typing import Any
 
 import pytest
 
-from conftest import Editor, Sandbox, wait_for
+from conftest import Editor, Sandbox, git, wait_for
 from mcp_raw import RawSession
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
-    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def hook(editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None) -> None:

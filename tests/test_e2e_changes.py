@@ -6,13 +6,11 @@ not a file the user changed after the turn; the user's git index, stash and bran
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import Sandbox, wait_for
+from conftest import Sandbox, git, wait_for
 from e2e.fake_model import Turn
 from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, tmux_available
 from test_e2e_agents import neovim_with_agents
@@ -24,12 +22,6 @@ pytestmark = [
 
 AGENT = {"gemini": [str(GEMINI_BIN), "--yolo"], "qwen": [str(NODE22), str(QWEN_CLI), "--yolo"]}
 SED = "colour\nkeep\nkeep\nkeep\ncolour\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
-    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def script(cli: str, project: Path) -> list[Turn]:

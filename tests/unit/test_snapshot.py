@@ -7,13 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import git
 from gemini_companion.snapshot import Snapshotter
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
-    env["GIT_COMMITTER_EMAIL"] = "t@t"
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def user_state(repo: Path) -> tuple[bytes, str, str, str]:
