@@ -15,6 +15,16 @@ local function companion()
   return require('gemini_companion')
 end
 
+--- Completion: the words that start with what was typed.
+---@param lead string
+---@param words string[]
+---@return string[]
+local function starting_with(lead, words)
+  return vim.tbl_filter(function(word)
+    return vim.startswith(word, lead)
+  end, words)
+end
+
 vim.api.nvim_create_user_command('GeminiCompanion', function(opts)
   companion().command(opts.fargs[1], opts.fargs[2])
 end, {
@@ -23,9 +33,7 @@ end, {
   complete = function(lead, line)
     local words = vim.split(line, '%s+', { trimempty = true })
     local candidates = #words > (lead == '' and 1 or 2) and { 'gemini', 'qwen' } or companion().subcommand_names()
-    return vim.tbl_filter(function(name)
-      return vim.startswith(name, lead)
-    end, candidates)
+    return starting_with(lead, candidates)
   end,
 })
 vim.api.nvim_create_user_command('GeminiCompanionStatus', function()
@@ -57,9 +65,7 @@ end, {
     if #vim.split(line, '%s+', { trimempty = true }) > (lead == '' and 1 or 2) then
       return {}
     end
-    return vim.tbl_filter(function(name)
-      return vim.startswith(name, lead)
-    end, agents().names())
+    return starting_with(lead, agents().names())
   end,
 })
 vim.api.nvim_create_user_command('GeminiSend', function(opts)
@@ -70,9 +76,7 @@ vim.api.nvim_create_user_command('GeminiChanges', function(opts)
 end, {
   nargs = '*',
   complete = function(lead)
-    return vim.tbl_filter(function(word)
-      return vim.startswith(word, lead)
-    end, { 'all', 'mark', 'revert', 'undo' })
+    return starting_with(lead, { 'all', 'mark', 'revert', 'undo' })
   end,
   desc = 'gemini-companion: what agents changed ([turn], all, mark, revert [file], undo [turn])',
 })
