@@ -266,7 +266,9 @@ local function check_changes()
   local top = vim.system({ 'git', '-C', cwd, 'rev-parse', '--show-toplevel' }, { text = true }):wait(5000)
   if top.code == 0 then
     health.ok(
-      ('snapshots of the git work tree %s (a temporary index: yours is untouched)'):format(vim.trim(top.stdout))
+      ('snapshots of the git work tree %s (a private copy of the index: yours is untouched)'):format(
+        vim.trim(top.stdout)
+      )
     )
   else
     health.ok(('%s is outside git: snapshots go to a private repository under %s'):format(cwd, vim.fn.stdpath('state')))

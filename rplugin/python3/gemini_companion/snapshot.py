@@ -1,6 +1,6 @@
 """Exact, cheap snapshots of a workspace as git tree objects, and what changed between two.
 
-In a git work tree the tree is written through a temporary index (a copy of the user's, so
+In a git work tree the tree is written through a private index (a copy of the user's, so
 only files whose stat changed are hashed): the user's index, stash, branches and files are
 untouched; the blobs land in the repository's object store as `git stash` would put them.
 Outside git a private shadow repository under Neovim's state directory holds them. Either way
@@ -10,11 +10,12 @@ Standard library and the `git` binary only; every call is bounded. Runs off Neov
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,9 +47,11 @@ class FileChange:
 
 @dataclass
 class Snapshotter:
-    state_dir: Path  # shadow repositories and temporary indexes live here
+    state_dir: Path  # shadow repositories and our private index copies live here
     max_file_bytes: int = 1 << 20
     _shadows: dict[str, str] = field(default_factory=dict)
+    _seeded: dict[str, tuple[int, int]] = field(default_factory=dict)  # our index -> the user's (mtime, size)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self, cwd: str) -> Snapshot:
         """The work tree that holds `cwd` (the git one, else `cwd` itself), as a tree object."""
@@ -58,13 +61,8 @@ class Snapshotter:
         if top is not None:
             git_dir = _git(["rev-parse", "--absolute-git-dir"], cwd=top).strip()
             user_index = _git(["rev-parse", "--path-format=absolute", "--git-path", "index"], cwd=top).strip()
-            with tempfile.TemporaryDirectory(dir=self._dir("indexes")) as tmp:
-                index = os.path.join(tmp, "index")
-                if os.path.exists(user_index):
-                    # copy2: the index's own mtime is what tells git a same-second edit may
-                    # hide behind clean-looking stat data ("racy git"); a fresh mtime would not.
-                    shutil.copy2(user_index, index)
-                return self._write(git_dir, top, index)
+            with self._lock:  # one snapshot at a time writes our index of a repository
+                return self._write(git_dir, top, self._private_index(git_dir, user_index))
         work_tree = os.path.realpath(cwd)
         git_dir = self._shadow(work_tree)
         return self._write(git_dir, work_tree, os.path.join(git_dir, "index"))
@@ -124,6 +122,27 @@ class Snapshotter:
             _git(["update-index", "--add", "--remove", "-z", "--stdin"], cwd=work_tree, env=env, stdin=paths)
         tree = _git(["write-tree"], cwd=work_tree, env=env).strip()
         return Snapshot(git_dir, work_tree, tree, tuple(skipped))
+
+    def _private_index(self, git_dir: str, user_index: str) -> str:
+        """Our own index of a repository: a copy of the user's, taken again whenever theirs
+        changes, else kept from our last snapshot (its stat data is then fresh: a file whose
+        edit fell in the same second as the index was written is hashed once, not each time)."""
+        index = os.path.join(self._dir("indexes"), hashlib.sha256(git_dir.encode()).hexdigest()[:16])
+        try:
+            info = os.stat(user_index)
+            theirs = (info.st_mtime_ns, info.st_size)
+        except FileNotFoundError:
+            theirs = (0, 0)
+        if self._seeded.get(index) != theirs or not os.path.exists(index):
+            if theirs == (0, 0):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(index)
+            else:
+                # copy2: the index's own mtime is what tells git a same-second edit may
+                # hide behind clean-looking stat data ("racy git"); a fresh mtime would not.
+                shutil.copy2(user_index, index)
+            self._seeded[index] = theirs
+        return index
 
     def _git_top(self, cwd: str) -> str | None:
         try:
