@@ -1,7 +1,11 @@
 --- The model's editor tools, answered from Neovim (tools.py has checked every argument and
 --- resolved every path into the workspace). Each call ends with one `tool_result`; language
 --- server requests are asynchronous and bounded, so nothing here blocks typing.
-local files = require('gemini_companion.files')
+---
+--- No file is read here: tools.py reads the one a tool names from inside the workspace and
+--- sends its bytes along (`args.file`). A buffer the user has loaded under a name inside the
+--- workspace is their editor state and answers instead; a file Neovim must load (a language
+--- server needs a buffer) is kept only if Neovim read exactly those bytes (`load`).
 local host = require('gemini_companion.host')
 
 local M = {}
@@ -11,6 +15,11 @@ local LSP_TIMEOUT_MS = 5000
 local ATTACH_TIMEOUT_MS = 3000
 local SEVERITY = { error = 1, warning = 2, info = 3, hint = 4 }
 local SEVERITY_NAME = { 'error', 'warning', 'info', 'hint' }
+local SNIPPET_CHARS = 500
+
+---@class gemini_companion.tools.File What tools.py read of the file a tool names.
+---@field data? string its bytes
+---@field error? string why there are none (one line)
 
 ---@param id integer
 ---@param result any
@@ -33,25 +42,29 @@ local function relative(path, roots)
   end
 end
 
---- Resolved file path of a buffer (cached per call).
+--- Resolved file path of a buffer named inside the workspace (cached per call). A buffer named
+--- elsewhere (the user's ~/.ssh/config, say) is never the tools' business, wherever a link
+--- makes its name point.
 ---@param buf integer
 ---@param cache table<integer, string|false>
+---@param roots string[]
 ---@return string?
-local function buffer_path(buf, cache)
+local function buffer_path(buf, cache, roots)
   if cache[buf] == nil then
     local name = vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) or ''
-    cache[buf] = name ~= '' and (vim.uv.fs_realpath(name) or name) or false
+    cache[buf] = name ~= '' and relative(name, roots) and (vim.uv.fs_realpath(name) or name) or false
   end
   return cache[buf] or nil
 end
 
 --- The loaded file buffer of a resolved path.
 ---@param path string
+---@param roots string[]
 ---@return integer?
-local function loaded_buffer(path)
+local function loaded_buffer(path, roots)
   local cache = {}
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and buffer_path(buf, cache) == path then
+    if vim.api.nvim_buf_is_loaded(buf) and buffer_path(buf, cache, roots) == path then
       return buf
     end
   end
@@ -67,20 +80,99 @@ local function as_written(buf, lines)
   return table.concat(lines, eol) .. final
 end
 
+--- Whether Neovim read exactly `data` into `buf`: its reading undone (line endings, final
+--- newline, encoding, byte order mark). Any doubt is a mismatch.
+---@param buf integer
+---@param data string
+---@return boolean
+local function holds(buf, data)
+  local bo = vim.bo[buf]
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  if data == '' then -- read as one empty line, like a lone newline
+    return #lines == 1 and lines[1] == ''
+  end
+  local eol = ({ dos = '\r\n', mac = '\r' })[bo.fileformat] or '\n'
+  local text = table.concat(lines, eol) .. (bo.eol and eol or '')
+  local fenc = bo.fileencoding ~= '' and bo.fileencoding or 'utf-8'
+  if fenc ~= 'utf-8' then
+    text = vim.iconv(text, 'utf-8', fenc) or ''
+  end
+  if bo.bomb then
+    text = (vim.iconv('\239\187\191', 'utf-8', fenc) or '') .. text
+  end
+  return text == data
+end
+
+--- Whether a loaded buffer answers for its file. Unsaved edits are the user's own text (Neovim
+--- never reloads such a buffer unasked); an unmodified one answers only while it holds the bytes
+--- tools.py read inside the workspace, for 'autoread' reloads a buffer from whatever its name
+--- points at when Neovim next checks the file (entering it, :checktime), a link to outside too.
+---@param buf integer
+---@param file gemini_companion.tools.File
+---@return boolean
+local function answers(buf, file)
+  return vim.bo[buf].modified or (file.data ~= nil and holds(buf, file.data))
+end
+
+local ours = {} ---@type table<integer, true> hidden buffers `load` made for a language server
+
+--- The buffer of `path` (not loaded yet), loaded hidden from `file`, the bytes tools.py read
+--- inside the workspace. Neovim reads the file again by its name, and a symlink swapped in since
+--- makes that another file: so it reads with every autocommand held back (no language server,
+--- no plugin sees the text), the buffer is kept only if it holds exactly `file.data`, and only
+--- then do its BufReadPost autocommands run (filetype, language servers), as for :edit.
+---@param path string
+---@param file gemini_companion.tools.File
+---@param roots string[]
+---@return integer? buf
+---@return string? err
+local function load(path, file, roots)
+  if not file.data then
+    return nil, file.error
+  end
+  local changed = ("'%s' changed while it was being opened"):format(relative(path, roots))
+  local existed = vim.fn.bufexists(path) == 1
+  local buf = vim.fn.bufadd(path)
+  -- bufadd names a buffer after its folders resolved, and may return one of another name
+  -- (the same file through a link): either way not the file tools.py read.
+  if vim.api.nvim_buf_get_name(buf) ~= path or vim.bo[buf].buftype ~= '' then
+    return nil, changed
+  end
+  if vim.api.nvim_buf_is_loaded(buf) then -- loaded under this very name: the user's
+    return buf
+  end
+  local ignore = vim.o.eventignore
+  vim.o.eventignore = 'all'
+  local ok = pcall(vim.fn.bufload, buf)
+  local same = ok and holds(buf, file.data)
+  if not same then -- gone quietly, as it came; a buffer the user had keeps its place
+    pcall(vim.api.nvim_buf_delete, buf, { force = true, unload = existed })
+  end
+  vim.o.eventignore = ignore
+  if not same then
+    return nil, changed
+  end
+  vim.api.nvim_buf_call(buf, function()
+    vim.api.nvim_exec_autocmds('BufReadPost', { buffer = buf, modeline = false })
+  end)
+  ours[buf] = true
+  return buf
+end
+
 local handlers = {}
 
 function handlers.get_diagnostics(args, done)
   local worst = SEVERITY[args.severity or 'hint']
   local buf = nil
   if args.path then
-    buf = loaded_buffer(args.path)
+    buf = loaded_buffer(args.path, args.roots)
     if not buf then
       return done({ diagnostics = {}, count = 0, omitted = 0, note = 'the file is not open in the editor' })
     end
   end
   local cache, items = {}, {}
   for _, d in ipairs(vim.diagnostic.get(buf)) do
-    local path = d.severity <= worst and buffer_path(d.bufnr, cache)
+    local path = d.severity <= worst and buffer_path(d.bufnr, cache, args.roots)
     local rel = path and relative(path, args.roots)
     if rel then
       table.insert(items, {
@@ -120,7 +212,7 @@ function handlers.get_open_buffers(args, done)
   end
   local cache, items = {}, {}
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local path = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buflisted and buffer_path(buf, cache)
+    local path = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buflisted and buffer_path(buf, cache, args.roots)
     local rel = path and relative(path, args.roots)
     if rel then
       local wins = vim.fn.win_findbuf(buf)
@@ -140,25 +232,17 @@ function handlers.get_open_buffers(args, done)
 end
 
 function handlers.read_buffer(args, done)
-  local buf = loaded_buffer(args.path)
-  local lines, disk
-  if buf then
-    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  else
-    disk = files.read(args.path)
-    if not disk then
-      return done(nil, ('%s: no such file'):format(relative(args.path, args.roots)))
-    end
-    lines = vim.split(disk:gsub('\r?\n$', ''), '\r?\n')
+  local buf = loaded_buffer(args.path, args.roots)
+  local disk = args.file.data ---@type string?
+  local own = buf and answers(buf, args.file) -- else the file's bytes, even if it is open
+  if not own and not disk then
+    return done(nil, args.file.error)
   end
+  local lines = own and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or vim.split(disk:gsub('\r?\n$', ''), '\r?\n')
   local total = #lines
   local first = math.min(args.start_line or 1, math.max(total, 1))
   local last = math.min(args.end_line or total, total)
-  local unsaved = false
-  if buf then
-    local on_disk = files.read(args.path)
-    unsaved = on_disk == nil or on_disk ~= as_written(buf, lines)
-  end
+  local unsaved = own and (disk == nil or disk ~= as_written(buf, lines)) or false
   done({
     path = relative(args.path, args.roots),
     text = table.concat(vim.list_slice(lines, first, last), '\n'),
@@ -172,14 +256,29 @@ end
 
 --- The file's buffer, loaded hidden if needed, once a language server that can answer `method`
 --- is attached (bounded): done(buf, nil) or done(nil, why).
----@param path string
+---@param args table the tool's arguments: path, file, roots
 ---@param method string
 ---@param done fun(buf: integer?, err: string?)
-local function lsp_buffer(path, method, done)
-  local buf = loaded_buffer(path)
+local function lsp_buffer(args, method, done)
+  local buf = loaded_buffer(args.path, args.roots)
+  if buf and not answers(buf, args.file) then -- the file changed since, or a reload went elsewhere
+    if not ours[buf] or #vim.fn.win_findbuf(buf) > 0 then
+      return done(
+        nil,
+        ("'%s' is open unchanged in the editor but is not the file on disk: reload it (:edit)"):format(
+          relative(args.path, args.roots)
+        )
+      )
+    end
+    vim.api.nvim_buf_delete(buf, { force = true }) -- hidden and ours: loaded anew
+    buf = nil
+  end
   if not buf then
-    buf = vim.fn.bufadd(path)
-    vim.fn.bufload(buf) -- hidden; its FileType autocommands start the language servers
+    local err
+    buf, err = load(args.path, args.file, args.roots) -- its FileType autocommands start the servers
+    if not buf then
+      return done(nil, err)
+    end
     if vim.bo[buf].filetype == '' then
       vim.api.nvim_buf_call(buf, function()
         vim.cmd('filetype detect')
@@ -243,39 +342,42 @@ local function request(buf, method, params, done)
   end, LSP_TIMEOUT_MS)
 end
 
---- A location as the model reads it: workspace-relative path, 1-based range, the line.
+--- A location's resolved path and workspace-relative path; nil when outside the workspace.
+---@param uri string
+---@param roots string[]
+---@return string? path
+---@return string? rel
+local function inside(uri, roots)
+  local path = vim.uri_to_fname(uri)
+  path = vim.uv.fs_realpath(path) or path
+  local rel = relative(path, roots)
+  if rel then
+    return path, rel
+  end
+end
+
+--- A location as the model reads it: workspace-relative path, 1-based range, the line. The line
+--- comes from a buffer with unsaved edits; for any other tools.py reads it (`file`, never shown).
 ---@param uri string
 ---@param range table
 ---@param roots string[]
 ---@return table?
 local function location(uri, range, roots)
-  local path = vim.uri_to_fname(uri)
-  path = vim.uv.fs_realpath(path) or path
-  local rel = relative(path, roots)
-  if not rel then
+  local path, rel = inside(uri, roots)
+  if not path then
     return nil
   end
-  local buf = loaded_buffer(path)
-  local line = buf and vim.api.nvim_buf_get_lines(buf, range.start.line, range.start.line + 1, false)[1]
-  if not line then
-    pcall(function()
-      local n = 0
-      for text in io.lines(path) do
-        if n == range.start.line then
-          line = text
-          break
-        end
-        n = n + 1
-      end
-    end)
-  end
+  local buf = loaded_buffer(path, roots)
+  local edited = buf and vim.bo[buf].modified -- unsaved text is the user's; the rest, the file's
+  local line = edited and vim.api.nvim_buf_get_lines(buf, range.start.line, range.start.line + 1, false)[1]
   return {
     path = rel,
     line = range.start.line + 1,
     column = range.start.character + 1,
     end_line = range['end'].line + 1,
     end_column = range['end'].character + 1,
-    text = line and vim.trim(line) or nil,
+    text = line and vim.trim(line):sub(1, SNIPPET_CHARS) or nil,
+    file = not line and path or nil,
   }
 end
 
@@ -306,7 +408,7 @@ end
 ---@param shape fun(results: table, args: table): table
 local function position_tool(method, shape)
   return function(args, done)
-    lsp_buffer(args.path, method, function(buf, err)
+    lsp_buffer(args, method, function(buf, err)
       if not buf then
         return done(nil, err)
       end
@@ -374,8 +476,7 @@ local function flatten(symbols, container, out, roots, path)
       column = range.start.character + 1,
     }
     if s.location then
-      local loc = location(s.location.uri, s.location.range, roots)
-      item.path = loc and loc.path
+      item.path = select(2, inside(s.location.uri, roots))
     else
       item.path = path
     end
@@ -390,7 +491,7 @@ end
 
 function handlers.lsp_document_symbols(args, done)
   local method = 'textDocument/documentSymbol'
-  lsp_buffer(args.path, method, function(buf, err)
+  lsp_buffer(args, method, function(buf, err)
     if not buf then
       return done(nil, err)
     end
@@ -439,14 +540,28 @@ function handlers.open_file(args, done)
       break
     end
   end
-  local buf = vim.fn.bufadd(args.path)
+  local buf = loaded_buffer(args.path, args.roots)
+  if not buf then
+    local err
+    buf, err = load(args.path, args.file, args.roots)
+    if not buf then
+      return done(nil, err)
+    end
+  end
   vim.bo[buf].buflisted = true
+  local tick = vim.api.nvim_buf_get_changedtick(buf)
   if not target then -- only the agent on screen: a split beside it, focus stays
     target = vim.api.nvim_open_win(buf, false, { split = 'left', win = -1 })
   end
-  local ok, err = pcall(vim.api.nvim_win_set_buf, target, buf)
+  local ok, werr = pcall(vim.api.nvim_win_set_buf, target, buf)
   if not ok then
-    return done(nil, tostring(err))
+    return done(nil, tostring(werr))
+  end
+  if vim.api.nvim_buf_get_changedtick(buf) ~= tick and not answers(buf, args.file) then
+    -- Shown, the file's time was checked and 'autoread' reloaded it through what its name points
+    -- at now: not the bytes tools.py read. It goes, as it came.
+    pcall(vim.api.nvim_buf_delete, buf, { force = true, unload = true })
+    return done(nil, ("'%s' changed while it was being opened"):format(relative(args.path, args.roots)))
   end
   local line = math.min(args.line or 1, vim.api.nvim_buf_line_count(buf))
   vim.api.nvim_win_set_cursor(target, { line, 0 })

@@ -27,7 +27,18 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from .feature import Tool, error
-from .http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH, Receive, RequestGuard, Scope, Send, reply
+from .http_guard import (
+    EDITOR_PATH,
+    HOOKS_PATH,
+    MCP_PATH,
+    Receive,
+    RequestGuard,
+    Scope,
+    Send,
+    parse_json,
+    quote,
+    reply,
+)
 
 if TYPE_CHECKING:
     from .access import Identity
@@ -287,6 +298,8 @@ class McpServer:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise RpcError(400, -32600, "expected one JSON-RPC 2.0 message (batches are not supported)")
         name, request_id = message.get("method"), message.get("id")
+        if isinstance(request_id, (bool, dict, list)):
+            raise RpcError(400, -32600, "id must be a string, a number or null")
         if name == "initialize" and request_id is not None:
             await self._initialize(headers, identity, message, send)
             return
@@ -307,27 +320,27 @@ class McpServer:
         await _send_json(send, 200, answer)
 
     async def _hook(self, method: str, receive: Receive, send: Send) -> None:
+        """Errors are JSON-RPC shaped here too (hook.py ignores the answer; a probe reads one shape)."""
         if method != "POST" or self._hooks.on_hook is None:
-            await reply(send, 405, "hooks are POSTed")
-            return
-        try:
-            event = await self._json_body(receive)
-        except RpcError as err:
-            await reply(send, err.status, err.message)
-            return
+            raise RpcError(405, -32600, "hooks are POSTed")
+        event = await self._json_body(receive)
         if not isinstance(event, dict):
-            await reply(send, 400, "expected a JSON object")
-            return
-        await _send_json(send, 200, await self._hooks.on_hook(event))
+            raise RpcError(400, -32600, "expected a JSON object")
+        try:
+            answer = await self._hooks.on_hook(event)
+        except (ValueError, TypeError) as err:  # a value no path or git can take (a NUL in cwd, say)
+            log.warning("hook event refused: %s", err)
+            raise RpcError(400, -32600, f"bad hook event: {quote(str(err), 100)}") from None
+        await _send_json(send, 200, answer)
 
     async def _json_body(self, receive: Receive) -> Any:
         body = await self._read_body(receive)
         if body is None:
             raise RpcError(413, -32600, "request body too large")
         try:
-            return json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise RpcError(400, -32700, "parse error: the body is not JSON") from None
+            return parse_json(body)
+        except ValueError as err:
+            raise RpcError(400, -32700, f"parse error: {err}") from None
 
     async def _read_body(self, receive: Receive) -> bytes | None:
         """The whole body, or None once it passes the limit (a chunked upload declares no length)."""
@@ -384,7 +397,7 @@ class McpServer:
             ]
             return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}}
         if name != "tools/call":
-            return _error(request_id, -32601, f"method not found: {name}")
+            return _error(request_id, -32601, f"method not found: {quote(name)}")
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
             return _error(request_id, -32602, "tools/call needs params.name")
         arguments = params.get("arguments") or {}
@@ -392,13 +405,13 @@ class McpServer:
             return _error(request_id, -32602, "tools/call arguments must be an object")
         tool = self._tools[session.path].get(params["name"])
         if tool is None:
-            result = error(f"unknown tool: {params['name']}")
+            result = error(f"unknown tool: {quote(params['name'])}")
         else:
             try:
                 result = await tool.handler(session.id, arguments)
             except Exception as err:  # the model gets one line, the server goes on
                 log.exception("tool %s failed", tool.name)
-                result = error(f"{tool.name} failed: {err}")
+                result = error(f"{tool.name} failed: {quote(str(err), 200)}")
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     async def _get(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
@@ -506,11 +519,14 @@ class McpServer:
 def _check_protocol_version(headers: dict[str, str]) -> None:
     version = headers.get("mcp-protocol-version")
     if version is not None and version not in PROTOCOL_VERSIONS:
-        raise RpcError(400, -32600, f"unsupported mcp-protocol-version {version}")
+        raise RpcError(400, -32600, f"unsupported mcp-protocol-version {quote(version)}")
 
 
 def _dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # text from Neovim that was not UTF-8 (pynvim surrogate-escapes it)
+        return json.dumps(message, separators=(",", ":")).encode()
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:

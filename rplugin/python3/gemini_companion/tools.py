@@ -5,18 +5,28 @@ plugin registers in their settings. Python checks every argument and confines ev
 the workspace (symlinks resolved); Neovim does the work in `lua/gemini_companion/tools.lua`
 without blocking (LSP requests are asynchronous) and answers with `tool_result`. Nothing
 here writes anything.
+
+A checked path can be swapped (a symlink, a directory) before it is read, so the bytes a tool
+gives are never read by path: `read_inside` opens the file one component at a time from the
+root's directory without following any link, and Lua gets those bytes (`file`) with the call.
+Lua reads no file itself; where Neovim must load one (a language server needs a buffer) it keeps
+the buffer only if it holds exactly these bytes. Snippets of other files (an LSP definition's
+line) come from `read_inside` too, so a location outside the workspace never brings its text.
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .feature import Link, Tool, error, text
+from .http_guard import quote
 
 if TYPE_CHECKING:
     import asyncio
@@ -25,6 +35,15 @@ if TYPE_CHECKING:
 
 ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools.lua)
 SEVERITIES = ("error", "warning", "info", "hint")
+MAX_FILE_BYTES = 8 << 20  # what a tool reads of one file; a larger one is refused
+MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX); longer is no file name
+MAX_STRING = 1000  # any other string argument (a symbol query)
+MAX_INTEGER = 2**31 - 1  # lines and columns
+MAX_MESSAGE = 300  # an error line the model gets
+SNIPPET_CHARS = 500  # of a definition's or reference's line
+# Tools whose path names a file they read: Python reads it (read_inside) and hands Lua the bytes.
+READS = {"read_buffer", "open_file", "lsp_definition", "lsp_references", "lsp_hover", "lsp_document_symbols"}
+SNIPPETS = {"lsp_definition": "definitions", "lsp_references": "references"}
 
 
 class ToolError(Exception):
@@ -72,18 +91,140 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def confine(path: Any, roots: list[str]) -> str:
-    """The resolved absolute path, if it lies inside a workspace root (symlinks followed)."""
+    """The resolved absolute path, if it lies inside a workspace root (symlinks followed). A
+    check only: what is read is read by `read_inside`, which holds even if the path changes."""
     if not isinstance(path, str) or not path or "\0" in path:
-        raise ToolError("path must be a non-empty string")
+        raise ToolError("path must be a non-empty string without NUL")
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH:
+        raise ToolError(f"path {quote(path)} is longer than {MAX_PATH} bytes")
     if not roots:
         raise ToolError("the editor has no workspace folder")
     absolute = path if os.path.isabs(path) else os.path.join(roots[0], path)
-    resolved = os.path.realpath(absolute)
+    try:
+        resolved = os.path.realpath(absolute)
+    except OSError:  # a link that vanished between realpath's lstat and readlink
+        raise ToolError(f"{quote(path)} changed while it was being resolved") from None
+    if _root_of(resolved, roots) is None:
+        raise ToolError(f"{quote(path)} is outside the workspace ({quote(', '.join(roots), 200)})")
+    return resolved
+
+
+def _root_of(path: str, roots: list[str]) -> str | None:
+    """The (resolved) root `path` lies in, by name."""
     for root in roots:
         real_root = os.path.realpath(root)
-        if resolved == real_root or resolved.startswith(real_root.rstrip(os.sep) + os.sep):
-            return resolved
-    raise ToolError(f"{path} is outside the workspace ({', '.join(roots)})")
+        if path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep):
+            return real_root
+    return None
+
+
+def read_inside(path: str, roots: list[str]) -> bytes:
+    """The bytes of the regular file `path` (absolute, resolved: what `confine` returns), opened
+    from its root's directory one component at a time, never through a symlink (O_NOFOLLOW): a
+    link or directory swapped in after the check makes the open fail instead of leaving the
+    workspace. FIFOs and devices are refused without blocking (O_NONBLOCK, then fstat), large
+    files by size. ToolError (one line) for all of that."""
+    root = _root_of(path, roots)
+    if root is None:
+        raise ToolError(f"{quote(path)} is outside the workspace")
+    relative = os.path.relpath(path, root)
+    name = quote(relative, 200)
+    parts = [part for part in relative.split(os.sep) if part not in ("", ".")]
+    if not parts or ".." in parts:
+        raise ToolError(f"{name} is not a file")
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    try:
+        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | cloexec)
+    except OSError as err:
+        raise ToolError(f"the workspace folder cannot be opened: {err.strerror}") from None
+    folder = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec
+    leaf = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | cloexec
+    try:
+        for i, part in enumerate(parts):
+            try:
+                fd = os.open(part, leaf if i == len(parts) - 1 else folder, dir_fd=dir_fd)
+            except OSError as err:
+                raise ToolError(f"{name}: {_why(err, part, dir_fd)}") from None
+            if i == len(parts) - 1:
+                break
+            os.close(dir_fd)
+            dir_fd = fd
+    finally:
+        os.close(dir_fd)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{name} is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{name} is not a regular file (a FIFO, socket or device)")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES and info.st_size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        raise ToolError(f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads")
+    except OSError as err:
+        raise ToolError(f"{name}: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _why(err: OSError, part: str, dir_fd: int) -> str:
+    """Why opening `part` (in `dir_fd`) failed, in words."""
+    try:
+        link = stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        link = False
+    if link:  # O_NOFOLLOW met a symlink where the check had resolved none
+        return "changed while it was being opened (a symlink appeared)"
+    if err.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "no such file"
+    return err.strerror or str(err)
+
+
+def _file(path: str, roots: list[str]) -> dict[str, Any]:
+    """What Lua gets of the file a tool names: its bytes, or why there are none."""
+    try:
+        return {"data": read_inside(path, roots)}
+    except ToolError as err:
+        return {"error": str(err)}
+
+
+def _add_snippets(items: list[dict[str, Any]], roots: list[str]) -> None:
+    """A location's line, read inside the workspace: Lua gives the line of a buffer with unsaved
+    edits, and `file` (the resolved path, dropped here) for the others."""
+    lines: dict[str, list[str] | None] = {}
+    for item in items:
+        path = item.pop("file", None)
+        if not isinstance(path, str) or "text" in item:
+            continue
+        if path not in lines:
+            try:
+                lines[path] = read_inside(path, roots).decode("utf-8", "replace").split("\n")
+            except ToolError:
+                lines[path] = None
+        found = lines[path]
+        line = item.get("line")
+        if found is not None and isinstance(line, int) and 1 <= line <= len(found):
+            item["text"] = found[line - 1].strip()[:SNIPPET_CHARS]
+
+
+def one_line(message: str) -> str:
+    """An error as the model gets it: one line, short."""
+    flat = " ".join(message.split())
+    return flat if len(flat) <= MAX_MESSAGE else flat[: MAX_MESSAGE - 3] + "..."
+
+
+def clean(text: str) -> str:
+    """Valid Unicode for the JSON answer: bytes that were not UTF-8 (pynvim hands them over
+    surrogate-escaped) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate no escaping made
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def check(name: str, args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
@@ -91,7 +232,7 @@ def check(name: str, args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     properties = SPECS[name][1]["properties"]
     for key in args:
         if key not in properties:
-            raise ToolError(f"unknown argument {key!r} (takes: {', '.join(properties) or 'none'})")
+            raise ToolError(f"unknown argument {quote(key)} (takes: {', '.join(properties) or 'none'})")
     for key in SPECS[name][1]["required"]:
         if key not in args:
             raise ToolError(f"missing argument {key!r}")
@@ -100,8 +241,12 @@ def check(name: str, args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
         kind = properties[key]["type"]
         if kind == "integer" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ToolError(f"{key} must be an integer >= 1")
+        if kind == "integer" and value > MAX_INTEGER:
+            raise ToolError(f"{key} must be an integer >= 1 and <= {MAX_INTEGER}")
         if kind == "string" and not isinstance(value, str):
             raise ToolError(f"{key} must be a string")
+        if kind == "string" and key != "path" and len(value) > MAX_STRING:
+            raise ToolError(f"{key} {quote(value)} is longer than {MAX_STRING} characters")
         checked[key] = confine(value, roots) if key == "path" else value
     if "severity" in checked and checked["severity"] not in SEVERITIES:
         raise ToolError(f"severity must be one of {', '.join(SEVERITIES)}")
@@ -141,14 +286,23 @@ class ToolsFeature:
 
     def _handler(self, name: str) -> Callable[[str, dict[str, Any]], Any]:
         async def call(_session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+            import asyncio  # here, not at the top: asyncio costs the host's startup 45 ms
+
+            roots = self._workspace()
             try:
-                checked = check(name, args, self._workspace())
+                checked = check(name, args, roots)
             except ToolError as err:
-                return error(f"{name}: {err}")
+                return error(one_line(f"{name}: {err}"))
+            if name in READS:  # off the server loop: a slow disk must not stall other requests
+                checked["file"] = await asyncio.to_thread(_file, checked["path"], roots)
             answer = await self._ask(name, checked)
             if "error" in answer:
-                return error(f"{name}: {answer['error']}")
-            return text(json.dumps(answer.get("result"), ensure_ascii=False))
+                return error(clean(one_line(f"{name}: {answer['error']}")))
+            result = answer.get("result")
+            items = result.get(SNIPPETS[name]) if name in SNIPPETS and isinstance(result, dict) else None
+            if isinstance(items, list):
+                await asyncio.to_thread(_add_snippets, items, roots)
+            return text(clean(json.dumps(result, ensure_ascii=False)))
 
         return call
 
