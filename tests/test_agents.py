@@ -107,7 +107,7 @@ def test_send_pastes_a_snippet_and_bang_submits_apart(ed, log, sandbox):
     wait_for(lambda: received(log).endswith(b"\r"), what="the submit")
     data = received(log)
     paste = data[data.index(PASTE_START) + len(PASTE_START) : data.index(PASTE_END)].decode()
-    assert paste.startswith("src/calc.py (lines 5-7):\n```python\nvalue_5 = 5\nvalue_6 = 6\nvalue_7 = 7\n```\n")
+    assert paste.startswith("From src/calc.py (lines 5-7):\n```python\nvalue_5 = 5\nvalue_6 = 6\nvalue_7 = 7\n```\n")
     assert paste.endswith("explain this")
     assert data.endswith(PASTE_END + b"\r"), "Enter apart from the paste"
 
@@ -130,6 +130,7 @@ def test_add_escapes_paths_and_defaults_to_the_current_file(ed, log, sandbox):
     spaced = sandbox.project / "my dir" / "a (1).txt"
     spaced.parent.mkdir()
     spaced.write_text("x\n")
+    (sandbox.project / "main.lua").write_text("print(1)\n")  # (what does not exist is not added)
     ed.nvim.command(f"edit {sandbox.project / 'main.lua'}")
     ed.nvim.command("Gemini")
     started(ed, log)
@@ -140,8 +141,8 @@ def test_add_escapes_paths_and_defaults_to_the_current_file(ed, log, sandbox):
     ed.nvim.command("GeminiAdd")
     wait_for(lambda: received(log).count(PASTE_END) == 2, what="two pastes")
     text = received(log).decode()
-    assert "@my\\ dir/a\\ \\(1\\).txt " in text
-    assert "@main.lua " in text
+    assert "@./my\\ dir/a\\ \\(1\\).txt " in text
+    assert "@./main.lua " in text
 
 
 def test_agent_env_carries_the_server_and_qwen_defaults(ed, log):

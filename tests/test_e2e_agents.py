@@ -148,7 +148,7 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     tui.ex("GeminiAdd")
     wait_for(lambda: tui.status()["agents"][0]["visible"], E2E_TIMEOUT, "the agent shown again")
     assert tui.status()["agents"][0]["pid"] == pid
-    tui.wait_screen("@greeting.txt")
+    tui.wait_screen("@./greeting.txt")
     asked = len(model.requests)
     tui.keys("End")
     tui.prompt("what does it say", lambda: len(model.requests) > asked)

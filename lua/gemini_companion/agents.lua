@@ -311,11 +311,13 @@ end
 
 --- Type `text` into the agent's prompt as a bracketed paste (never submits on its own), with the
 --- agent shown and focused to go on typing; `submit`: then press Enter as a separate key, late
---- enough that the CLI takes it as submit.
+--- enough that the CLI takes it as submit. The text arrives as text (`prompt.text`): no byte of it
+--- is a key, an escape sequence or the paste's end.
 ---@param name? string
 ---@param text string
 ---@param submit? boolean
 function M.send(name, text, submit)
+  text = require('gemini_companion.prompt').text(text)
   name = resolve(name)
   local agent = M.open(name)
   if not agent then
@@ -364,7 +366,11 @@ function M.send_command(opts)
   M.send(name, text, opts.bang)
 end
 
---- `:GeminiAdd [agent] [path...]`: @references, or the current file / the file tree's node.
+--- `:GeminiAdd [agent] [path...]`: @references, or the current file / the file tree's node. Each
+--- path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or an argument) is expanded.
+--- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), and
+--- no name the CLI would read as a glob pattern (`prompt.globbed`: Gemini CLI reads `@*.txt` as every
+--- text file).
 ---@param opts table
 function M.add_command(opts)
   local prompt = require('gemini_companion.prompt')
@@ -376,10 +382,32 @@ function M.add_command(opts)
     end
     paths = { current }
   end
-  local refs = vim.tbl_map(function(path)
-    return prompt.reference(vim.fn.expand(path))
-  end, paths)
-  M.send(name, table.concat(refs, ' ') .. ' ')
+  local agent, agent_spec = running[resolve(name)], spec(resolve(name))
+  local cli = agent and agent.cli or (agent_spec and cli_package(agent_spec.cmd))
+  local refs, missing, globbed = {}, {}, {}
+  for _, path in ipairs(paths) do
+    local absolute = prompt.absolute(path)
+    if not vim.uv.fs_stat(absolute) then
+      table.insert(missing, prompt.text(path, true))
+    elseif prompt.globbed(absolute, cli) then
+      table.insert(globbed, prompt.text(path, true))
+    else
+      table.insert(refs, prompt.reference(path))
+    end
+  end
+  local refused = {}
+  for _, why in ipairs({ { globbed, 'the CLI reads them as glob patterns' }, { missing, 'no such file' } }) do
+    if #why[1] > 0 then
+      table.insert(refused, ('%s (%s)'):format(table.concat(why[1], ', '), why[2]))
+    end
+  end
+  if #refused > 0 then
+    -- Brief: a hit-enter prompt would hold up the agent this may start.
+    message.brief('GeminiAdd: not added: ' .. table.concat(refused, '; '), 'warn')
+  end
+  if #refs > 0 then
+    M.send(name, table.concat(refs, ' ') .. ' ')
+  end
 end
 
 --- A new server (`:GeminiCompanion restart`, or the host came back): each agent's files now

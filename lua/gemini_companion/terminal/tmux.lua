@@ -1,6 +1,6 @@
 --- `terminal.provider = 'tmux'`: an agent in a tmux pane beside Neovim's (Neovim inside tmux).
 --- Hidden agents live on in a background tmux window (`break-pane`); text goes in through a
---- tmux paste buffer, as a bracketed paste when the CLI asked for one.
+--- tmux paste buffer, byte for byte the bracketed paste a Neovim terminal gets.
 local config = require('gemini_companion.config')
 
 local M = {}
@@ -105,15 +105,16 @@ function M.hide(agent)
   end
 end
 
+--- The same bytes as a native paste: our own markers around the text, pasted as they are (-r: line
+--- breaks stay LF, never Enter; no -p: bracketed whatever paste mode the CLI is in).
 ---@param agent gemini_companion.Agent
 ---@param text string
 ---@return boolean ok, string? error
 function M.paste(agent, text)
   local buffer = 'gemini-companion-' .. agent.name
-  local _, err = tmux({ 'load-buffer', '-b', buffer, '-' }, text)
+  local _, err = tmux({ 'load-buffer', '-b', buffer, '-' }, require('gemini_companion.prompt').bracketed(text))
   if not err then
-    -- -p: bracketed, as the CLI asked; -d: the buffer goes away after.
-    _, err = tmux({ 'paste-buffer', '-p', '-d', '-b', buffer, '-t', agent.pane })
+    _, err = tmux({ 'paste-buffer', '-r', '-d', '-b', buffer, '-t', agent.pane }) -- -d: then drop the buffer
   end
   return err == nil, err
 end
