@@ -99,7 +99,7 @@ def run() -> list[Row]:
     snapshot, waited, revert = statistics.median(alone), statistics.median(waits), statistics.median(reverts)
     return [
         row("turn-start snapshot, 5,000 files / 50 MB git tree (hook run)", waited, "ms", "<= 300", waited <= 300),
-        row("  the snapshot alone (private index copy, write-tree)", snapshot, "ms", "-", True),
+        row("  the snapshot alone (our own index, write-tree)", snapshot, "ms", "-", True),
         row("  worst main-loop stall meanwhile", stall, "ms", "<= 16", stall <= 16),
         row(":GeminiChanges, a turn of 100 files", listing, "ms", "<= 50", listing <= 50),
         row("take back one hunk (changes diff, dp)", revert, "ms", "<= 20", revert <= 20),

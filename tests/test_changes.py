@@ -13,20 +13,24 @@ from typing import Any
 import pytest
 
 from conftest import Editor, Sandbox, git, wait_for
+from gemini_companion.hook import KEY_ENV, read_key
 from mcp_raw import RawSession
 
 
 def hook(editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None) -> None:
-    """Run the hook exactly as a CLI's settings do: the `test`/`eval` line, in the agent's env."""
-    command = editor.lua("return require('gemini_companion.changes').hooks('gemini').BeforeAgent.hooks[1].command")
-    command = command.replace("turn-start", event)
+    """Run the hook exactly as a CLI's settings do (`bash -c` with the entry's env over the CLI's),
+    in the environment of a managed agent (`agent`) or of Neovim's terminals."""
+    entry = editor.lua("return require('gemini_companion.changes').hooks('gemini').BeforeAgent.hooks[1]")
+    command = entry["command"].replace("turn-start", event)
     env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
-    for key in ("GEMINI_COMPANION_HOOK", "GEMINI_COMPANION_HOOK_URL", "GEMINI_COMPANION_HOOK_TOKEN"):
-        env[key] = editor.env(key) or ""
     if agent:
-        env["GEMINI_COMPANION_AGENT"] = agent
+        register = "return require('gemini_companion.host').request('agent_register', {name = ...})"
+        env.update(editor.lua(register, agent)["env"])
+    else:
+        env[KEY_ENV] = editor.env(KEY_ENV) or ""
     stdin = json.dumps(payload)
-    done = subprocess.run(["sh", "-c", command], input=stdin, env=env, cwd=cwd, capture_output=True, text=True)
+    env.update(entry["env"])
+    done = subprocess.run(["bash", "-c", command], input=stdin, env=env, cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0 and json.loads(done.stdout) == {}, done
 
 
@@ -168,13 +172,13 @@ def test_a_folder_outside_git_and_a_second_agent(ed, sandbox):
 def test_the_hook_is_silent_and_instant_outside_neovim(ed, repo):
     command = ed.lua("return require('gemini_companion.changes').hooks('qwen').Stop.hooks[1].command")
     env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
-    done = subprocess.run(["sh", "-c", command], input="{}", env=env, capture_output=True, text=True, cwd=repo)
+    done = subprocess.run(["bash", "-c", command], input="{}", env=env, capture_output=True, text=True, cwd=repo)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
 def test_the_hooks_endpoint_takes_only_the_hooks_token(ed):
     port = ed.status()["port"]
-    hooks_token = ed.env("GEMINI_COMPANION_HOOK_TOKEN") or ""
+    hooks_token = (read_key(ed.env(KEY_ENV) or "") or (0, ""))[1]
     ide_token = ed.env("GEMINI_CLI_IDE_AUTH_TOKEN") or ""
     assert RawSession(port, ide_token, "/hooks").post_raw(b"{}")[0] == 403
     assert RawSession(port, "nope", "/hooks").post_raw(b"{}")[0] == 401

@@ -22,7 +22,8 @@ local SCHEME = 'gemini-changes://'
 ---@field id integer 0: a span of turns
 ---@field agent string
 ---@field boundary string
----@field git_dir string
+---@field git_dir string our snapshot repository (changes.py), never the user's
+---@field alternates string GIT_ALTERNATE_OBJECT_DIRECTORIES to read its trees ('' for none)
 ---@field work_tree string
 ---@field before string tree at the turn's start
 ---@field after string tree at its end
@@ -41,21 +42,80 @@ local HOOK_EVENTS = {
   qwen = { { 'UserPromptSubmit', 'turn-start', 10 }, { 'PostToolUse', 'tool', 5 }, { 'Stop', 'turn-end', 10 } },
 }
 
+--- The command's first step: is this a terminal of a Neovim with the plugin's server? Outside
+--- Neovim the key is unset and the hook ends here, at once and silently. A builtin test that
+--- needs no `$` (a CLI expands `$VAR` in every settings string, from a project's `.env` too) and
+--- that bash 3.2 knows.
+local GATE = 'declare -p GEMINI_COMPANION_HOOK_ID >/dev/null 2>&1 || exit 0; '
+--- Earlier versions' hook command, which `eval`ed the environment: recognised and replaced.
+local OLD_GATE = '[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK '
+--- What bash and the loader act on as they start, made inert in the hook's own environment (the
+--- CLIs apply an entry's `env` over theirs, `.env` included): contract.STARTUP_ENV's twin.
+local HOOK_ENV = {
+  BASH_ENV = '',
+  ENV = '',
+  SHELLOPTS = '',
+  BASHOPTS = '',
+  PS4 = '+ ',
+  LD_PRELOAD = '',
+  LD_AUDIT = '',
+  LD_LIBRARY_PATH = '',
+}
+
+local said_refused = false -- the refusal is said once per session
+
+--- `path` in single quotes for bash; nil when it is not absolute or holds what a shell or a
+--- CLI's settings would act on (`$`, quotes, a backslash, control characters).
+---@param path string
+---@return string?
+local function shell_path(path)
+  if path:sub(1, 1) ~= '/' or path:find('[%c$\'"`\\]') then
+    return nil
+  end
+  return "'" .. path .. "'"
+end
+
 --- How a CLI's settings run our hooks: event -> the one entry we add to its array. The command
---- is a `test` outside Neovim (GEMINI_COMPANION_HOOK unset: nothing runs, nothing is printed),
---- and hook.py inside it; it always exits 0, so it can neither fail nor block the agent.
+--- holds no `$` and runs one fixed program, the plugin's own Python isolated (`-I`: no PYTHON*
+--- variable, no user site) on hook.py, which reports to this Neovim only (see hook.py). If the
+--- Python or the file is gone it prints `{}` and exits 0, like hook.py itself: a hook can
+--- neither fail nor block the agent (exit 127 would block Gemini's turn).
 ---@param cli 'gemini'|'qwen'
----@return table<string, table>? entries, nil when turned off (changes.enabled)
+---@return table<string, table>? entries, nil when turned off (changes.enabled) or refused
 function M.hooks(cli)
   if not require('gemini_companion.config').options.changes.enabled then
     return nil
   end
+  local python = host.python()
+  local py = shell_path(python:sub(1, 1) == '/' and python or vim.fn.exepath(python))
+  local script = shell_path(host.plugin .. '/hook.py')
+  if not (py and script) then
+    if not said_refused then
+      said_refused = true
+      local bad = vim.fn.strtrans(py and host.plugin or python) -- one line, whatever it holds
+      message.notify(('turn hooks not registered: no hook command can name %s'):format(bad), 'warn')
+    end
+    return nil
+  end
+  local run = ('[[ -x %s && -f %s ]] && %s -I -S %s'):format(py, script, py, script)
   local entries = {}
   for _, event in ipairs(HOOK_EVENTS[cli]) do
-    local command = ('[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK %s"'):format(event[2])
-    entries[event[1]] = { hooks = { { type = 'command', command = command, timeout = event[3] } } }
+    local command = ("%s%s %s || echo '{}'; exit 0"):format(GATE, run, event[2])
+    local hook = { type = 'command', name = 'gemini-companion', command = command, timeout = event[3], env = HOOK_ENV }
+    entries[event[1]] = { hooks = { hook } }
   end
   return entries
+end
+
+--- Is `entry`, an item of a CLI's hook array, one the plugin wrote (any version, path, event,
+--- timeout)?
+---@param entry any
+---@return boolean
+function M.ours(entry)
+  local hooks = type(entry) == 'table' and entry.hooks
+  local hook = type(hooks) == 'table' and #hooks == 1 and hooks[1]
+  local command = type(hook) == 'table' and hook.command
+  return type(command) == 'string' and (vim.startswith(command, GATE) or vim.startswith(command, OLD_GATE))
 end
 
 --- Ended turns, oldest first (bounded: config changes.max_turns).
@@ -88,6 +148,27 @@ end
 
 -- --- reading the three versions -------------------------------------------------------------
 
+--- git reading the turn's snapshot repository: ours (changes.py made it, with its own config:
+--- no hook, no fsmonitor), never the user's, and no GIT_* variable of Neovim's can send git
+--- elsewhere. `cat-file` and `ls-tree` print stored bytes: no filter or textconv runs.
+---@param turn gemini_companion.Turn
+---@param args string[]
+---@param opts {stdin?: string, text?: boolean}
+---@return vim.SystemCompleted
+local function git(turn, args, opts)
+  local env = {}
+  for key, value in pairs(vim.fn.environ()) do
+    if not vim.startswith(key, 'GIT_') then
+      env[key] = value
+    end
+  end
+  env.GIT_ALTERNATE_OBJECT_DIRECTORIES = turn.alternates ~= '' and turn.alternates or nil
+  local argv = vim.list_extend({ 'git', '--no-pager', '--git-dir', turn.git_dir }, args)
+  local run = { stdin = opts.stdin, text = opts.text, env = env, clear_env = true, cwd = turn.git_dir }
+  local ok, job = pcall(vim.system, argv, run)
+  return ok and job:wait(5000) or { code = -1, signal = 0, stdout = '', stderr = tostring(job) }
+end
+
 --- The blobs of `path` in the turn's two trees (nil where absent), in one `git cat-file
 --- --batch`; `gone`: a tree itself is missing (pruned), so absent says nothing.
 ---@param turn gemini_companion.Turn
@@ -95,7 +176,7 @@ end
 ---@return string? before, string? after, boolean gone
 local function blobs(turn, path)
   local input = ('%s\n%s\n%s:%s\n%s:%s\n'):format(turn.before, turn.after, turn.before, path, turn.after, path)
-  local done = vim.system({ 'git', '--git-dir', turn.git_dir, 'cat-file', '--batch' }, { stdin = input }):wait(5000)
+  local done = git(turn, { 'cat-file', '--batch' }, { stdin = input })
   local out, at, found = done.stdout or '', 1, {}
   for i = 1, 4 do
     local header_end = out:find('\n', at, true)
@@ -130,16 +211,39 @@ end
 ---@param path string
 ---@return string
 local function tree_mode(turn, tree, path)
-  local done = vim.system({ 'git', '--git-dir', turn.git_dir, 'ls-tree', tree, '--', path }, { text = true }):wait(5000)
+  local done = git(turn, { 'ls-tree', '-z', tree, '--', path }, { text = true })
   return (done.stdout or ''):match('^(%d+) ') or '100644'
 end
 
 --- The file's text now, from disk (an unmodified buffer may be a stale view of it; a file whose
---- buffer has unsaved edits is refused before its text matters), and its loaded buffer.
+--- buffer has unsaved edits is refused before its text matters), and its loaded buffer. Only a
+--- plain file is read: never through a symlink, never a FIFO.
 ---@param path string absolute
 ---@return string? text, integer? buf
 local function current(path)
-  return files.read(path), loaded(path)
+  local info = vim.uv.fs_lstat(path)
+  return info and info.type == 'file' and files.read(path) or nil, loaded(path)
+end
+
+--- Why a revert may not touch `path` now (nil: it may): it is no longer a plain file (a symlink,
+--- a FIFO), or a folder on its way leads out of the work tree (an agent may have made either
+--- since the turn; reading or writing through them would reach files outside).
+---@param turn gemini_companion.Turn
+---@param path string absolute, in the turn's work tree
+---@return string?
+local function unsafe(turn, path)
+  local info = vim.uv.fs_lstat(path)
+  if info and info.type ~= 'file' then
+    return ('is a %s now: left as it is'):format(info.type)
+  end
+  local dir = vim.fs.dirname(path)
+  while not vim.uv.fs_lstat(dir) do -- folders put() will make
+    dir = vim.fs.dirname(dir)
+  end
+  local real = vim.uv.fs_realpath(dir)
+  if not real or (real ~= turn.work_tree and not vim.startswith(real, turn.work_tree .. '/')) then
+    return 'leads out of the work tree now: left as it is'
+  end
 end
 
 ---@param text string?
@@ -280,6 +384,10 @@ local function revert_file(turn, change, only)
   end
   if buf and vim.bo[buf].modified then
     return refuse(1, 'has unsaved edits in Neovim: save or undo them first')
+  end
+  local why = unsafe(turn, path)
+  if why then
+    return refuse(1, why)
   end
   -- A version the change list says exists but git no longer has: pruned (or the user's own
   -- `git gc`). Never read that as "the file did not exist".

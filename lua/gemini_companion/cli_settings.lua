@@ -13,7 +13,7 @@ local M = {}
 M.clis = { 'gemini', 'qwen' }
 
 --- What `enable` writes: dotted key -> value (`key+`: appended to the list there). Gemini's
---- hooks (changes.lua) run nothing outside Neovim; its tool entries name the endpoint through
+--- hooks (changes.lua) do nothing outside Neovim; its tool entries name the endpoint through
 --- `${VAR:-}`: outside Neovim the URL expands to nothing and Gemini skips them silently (an
 --- unset `${VAR}` or a refused URL would print "MCP issues detected" at every start). Qwen
 --- gets its tools per session (qwen_defaults.lua): Qwen has no `${VAR:-}`.
@@ -33,13 +33,35 @@ function M.wanted(cli)
   return want
 end
 
---- The wanted keys the file does not hold as wanted (sorted).
+--- Hook entries of ours in `settings` that are not the wanted ones (an earlier version's, which
+--- `eval`ed the environment, or another path's): `hooks.<Event>-` -> those entries. Whenever the
+--- plugin writes the file it takes them out; `disable` takes out every one (`want` empty).
+---@param settings table
+---@param want table<string, any>
+---@return table<string, table[]>
+local function stale_hooks(settings, want)
+  local stale = {}
+  for event, list in pairs(type(settings.hooks) == 'table' and settings.hooks or {}) do
+    for _, item in ipairs(type(list) == 'table' and list or {}) do
+      if
+        require('gemini_companion.changes').ours(item) and not vim.deep_equal(item, want['hooks.' .. event .. '+'])
+      then
+        local name = 'hooks.' .. event .. '-'
+        stale[name] = stale[name] or {}
+        table.insert(stale[name], item)
+      end
+    end
+  end
+  return stale
+end
+
+--- The wanted keys the file does not hold as wanted, and our stale hook entries (sorted).
 ---@param cli 'gemini'|'qwen'
 ---@return string[]
 function M.missing(cli)
-  local settings = json_file.read(M.path(cli)) or {}
-  local missing = {}
-  for name, value in pairs(M.wanted(cli)) do
+  local settings, want = json_file.read(M.path(cli)) or {}, M.wanted(cli)
+  local missing = vim.tbl_keys(stale_hooks(settings, want))
+  for name, value in pairs(want) do
     local now = vim.tbl_get(settings, unpack(vim.split(name:gsub('%+$', ''), '.', { plain = true })))
     local appended = name:sub(-1) == '+'
     local found = appended
@@ -90,10 +112,14 @@ local function edit(verb, cli)
   end
   local script = host.root .. '/rplugin/python3/gemini_companion/settings_edit.py'
   local argv = { python, script, verb, M.path(cli), journal_path() }
-  if verb == 'enable' then
-    for name, value in pairs(M.wanted(cli)) do
-      table.insert(argv, name .. '=' .. vim.json.encode(value))
+  local want = verb == 'enable' and M.wanted(cli) or {}
+  for name, items in pairs(stale_hooks(json_file.read(M.path(cli)) or {}, want)) do
+    for _, item in ipairs(items) do -- first: the list may then take the new entry
+      table.insert(argv, name .. '=' .. vim.json.encode(item))
     end
+  end
+  for name, value in pairs(want) do
+    table.insert(argv, name .. '=' .. vim.json.encode(value))
   end
   local ok, result = pcall(function()
     return vim.system(argv, { text = true }):wait(10000)

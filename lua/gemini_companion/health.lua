@@ -263,13 +263,11 @@ local function check_changes()
     return health.error('git is not on PATH: no snapshots, no change list', { 'install git' })
   end
   local cwd = vim.fn.getcwd()
-  local top = vim.system({ 'git', '-C', cwd, 'rev-parse', '--show-toplevel' }, { text = true }):wait(5000)
-  if top.code == 0 then
-    health.ok(
-      ('snapshots of the git work tree %s (a private copy of the index: yours is untouched)'):format(
-        vim.trim(top.stdout)
-      )
-    )
+  -- The work tree as snapshot.py finds it (the folder holding the nearest .git): no git is run
+  -- in the user's repository, whose config could name programs.
+  local top = vim.fs.root(cwd, '.git')
+  if top then
+    health.ok(('snapshots of the git work tree %s: a private repository (yours is only read)'):format(top))
   else
     health.ok(('%s is outside git: snapshots go to a private repository under %s'):format(cwd, vim.fn.stdpath('state')))
   end
@@ -280,7 +278,15 @@ local function check_changes()
   local cli_settings = require('gemini_companion.cli_settings')
   local missing = gemini_missing('hooks.')
   local fallback = 'until then, turns start with :GeminiChanges mark and with prompts sent by :GeminiSend!'
-  if #missing > 0 then
+  local stale = vim.tbl_filter(function(key)
+    return key:sub(-1) == '-'
+  end, missing)
+  if #stale > 0 then -- an earlier version's entry ran what a project's .env said
+    health.warn(
+      ('Gemini CLI: %s holds turn hooks of another version of the plugin'):format(cli_settings.path('gemini')),
+      { ':GeminiCompanion enable-cli gemini replaces them (disable-cli removes them)' }
+    )
+  elseif #missing > 0 then
     health.warn(('Gemini CLI: no turn hooks in %s'):format(vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')), {
       ':GeminiCompanion enable-cli gemini',
       fallback,

@@ -51,7 +51,17 @@ function M.ensure()
     merged.mcpServers = type(merged.mcpServers) == 'table' and merged.mcpServers or {}
     merged.mcpServers[name] = server
   end
-  for event, entry in pairs(require('gemini_companion.changes').hooks('qwen') or {}) do
+  local changes = require('gemini_companion.changes')
+  -- Not an entry of ours the file already had (an outer Neovim's file, inherited by a Neovim in
+  -- its terminal; an earlier version's): the hooks report once, and only as configured here.
+  for event, list in pairs(type(merged.hooks) == 'table' and merged.hooks or {}) do
+    if vim.islist(list) then
+      merged.hooks[event] = vim.tbl_filter(function(item)
+        return not changes.ours(item)
+      end, list)
+    end
+  end
+  for event, entry in pairs(changes.hooks('qwen') or {}) do
     merged.hooks = type(merged.hooks) == 'table' and merged.hooks or {}
     local list = type(merged.hooks[event]) == 'table' and merged.hooks[event] or {}
     merged.hooks[event] = vim.list_extend(vim.deepcopy(list), { entry }) -- after the system's own

@@ -1,4 +1,6 @@
-"""snapshot.py against real git repositories: exact trees, the user's git state untouched."""
+"""snapshot.py against real git repositories: exact trees (the bytes on disk, whatever attributes
+and filters say), the user's git state untouched, and git running only git however hostile the
+repository, its config and the environment are."""
 
 from __future__ import annotations
 
@@ -7,17 +9,279 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import git
-from gemini_companion.snapshot import Snapshotter
+from gemini_companion import snapshot
+from gemini_companion.snapshot import Snapshot, Snapshotter
+
+# Every hook git knows: each would leave a marker if git ran it.
+HOOKS = (
+    "applypatch-msg pre-applypatch post-applypatch pre-commit pre-merge-commit prepare-commit-msg commit-msg"
+    " post-commit pre-rebase post-checkout post-merge pre-push pre-receive update proc-receive post-receive"
+    " post-update reference-transaction push-to-checkout pre-auto-gc post-rewrite sendemail-validate"
+    " fsmonitor-watchman p4-changelist p4-prepare-changelist p4-post-changelist p4-pre-submit post-index-change"
+).split()
+# What a hostile repository's work tree holds (its attributes convert almost every file), as bytes.
+FILES = {
+    ".gitattributes": b"* text=auto diff=evil\n*.crlf text eol=crlf\nident.txt ident\nfiltered.txt filter=evil\n"
+    b"big.lfs filter=lfs\nutf16.txt text working-tree-encoding=UTF-16LE\n",
+    ".gitignore": b"ignored.txt\n",
+    "plain.txt": b"plain\n",
+    "dos.txt": b"one\r\ntwo\r\n",
+    "win.crlf": b"a\nb\r\n",
+    "ident.txt": b"id $Id: 0123456789abcdef0123456789abcdef01234567 $\n",
+    "filtered.txt": b"lower case\n",
+    "big.lfs": b"large file\n",
+    "utf16.txt": "h\u00e9llo\r\n".encode("utf-16-le"),
+    "image.bin": b"\x89PNG\x00\x01\r\n",
+    "gone.txt": b"bye\n",
+    "sub/.gitattributes": b"* filter=evil ident\n",
+    "sub/deep.txt": b"deep $Id$\n",
+}
+# The turn: what an agent leaves on disk (None: deleted).
+TURN = {
+    "dos.txt": b"one\r\nTWO\r\n",
+    "win.crlf": b"a\r\nb\r\nc\r\n",
+    "ident.txt": b"id $Id: 89abcdef0123456789abcdef0123456789abcdef $\nmore\n",
+    "filtered.txt": b"lower case, changed\n",
+    "utf16.txt": "h\u00e9llo\r\nw\u00f6rld\r\n".encode("utf-16-le"),
+    "sub/deep.txt": b"deeper $Id$\n",
+    "new.crlf": b"x\r\n",
+    "gone.txt": None,
+}
 
 
-def user_state(repo: Path) -> tuple[bytes, str, str, str]:
-    """Everything of the user's git state a snapshot must not touch."""
-    index = (repo / ".git" / "index").read_bytes()
-    return index, git(repo, "stash", "list"), git(repo, "for-each-ref"), git(repo, "status", "--porcelain")
+def write(root: Path, files: dict[str, bytes | None]) -> None:
+    for name, data in files.items():
+        path = root / name
+        if data is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
 
 
-def test_a_git_work_tree_is_snapshotted_through_a_temporary_index(tmp_path):
+def marker(bin_dir: Path, marks: Path) -> str:
+    """A program that leaves `marks/<its first argument>` if anything runs it (and copies stdin
+    to stdout, as a filter would)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    marks.mkdir(parents=True, exist_ok=True)
+    program = bin_dir / "mark"
+    program.write_text(f"#!/bin/sh\ntouch '{marks}'/\"$1\"\nexec cat\n")
+    program.chmod(0o755)
+    return str(program)
+
+
+def hooks_dir(path: Path, mark: str, prefix: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for name in HOOKS:
+        hook = path / name
+        hook.write_text(f"#!/bin/sh\nexec {mark} {prefix}-{name} </dev/null\n")
+        hook.chmod(0o755)
+    return path
+
+
+def hostile_config(mark: str, git_dir: Path, prefix: str) -> str:
+    """Config naming a marker program for every key that can make git run one (or reach
+    elsewhere), and keys that would make a snapshot inexact if a snapshot read them."""
+    hooks = hooks_dir(git_dir / f"{prefix}-hooks", mark, prefix)
+    (git_dir / f"{prefix}-attributes").write_text("* filter=evil ident text eol=crlf\n")
+    return f"""
+[core]
+\tfsmonitor = {mark} {prefix}-fsmonitor
+\thooksPath = {hooks}
+\tsshCommand = {mark} {prefix}-ssh
+\tpager = {mark} {prefix}-pager
+\teditor = {mark} {prefix}-editor
+\taskPass = {mark} {prefix}-askpass
+\tuntrackedCache = true
+\tsplitIndex = false
+\tignoreStat = true
+\tcheckStat = minimal
+\ttrustctime = false
+\tautocrlf = true
+\tattributesFile = {git_dir}/{prefix}-attributes
+[diff]
+\texternal = {mark} {prefix}-diff-external
+[diff "evil"]
+\ttextconv = {mark} {prefix}-textconv
+\tcommand = {mark} {prefix}-diff-command
+[filter "evil"]
+\tclean = {mark} {prefix}-clean
+\tsmudge = {mark} {prefix}-smudge
+\tprocess = {mark} {prefix}-process
+\trequired = true
+[filter "lfs"]
+\tclean = {mark} {prefix}-lfs-clean
+\tsmudge = {mark} {prefix}-lfs-smudge
+\tprocess = {mark} {prefix}-lfs-process
+\trequired = true
+[credential]
+\thelper = !{mark} {prefix}-credential
+[gpg]
+\tprogram = {mark} {prefix}-gpg
+[commit]
+\tgpgSign = true
+[pager]
+\tdiff = {mark} {prefix}-pager-diff
+\tls-files = {mark} {prefix}-pager-ls-files
+[sequence]
+\teditor = {mark} {prefix}-sequence-editor
+[gc]
+\tauto = 1
+[maintenance]
+\tauto = true
+"""
+
+
+def hostile_repo(repo: Path, mark: str) -> Path:
+    """A "cloned" repository at `repo`: built and committed with git (its index holding the
+    filtered blobs), then armed: config (with include.path and includeIf files), hooks in
+    .git/hooks and in every hooksPath, info/attributes, all naming `mark`."""
+    repo.mkdir(exist_ok=True)
+    git(repo, "init", "-q")
+    write(repo, FILES)
+    (repo / "ignored.txt").write_text("not tracked\n")
+    benign = ["-c", "filter.evil.clean=tr a-z A-Z", "-c", "filter.lfs.clean=tr a-z A-Z"]
+    git(repo, *benign, "add", "-A")
+    git(repo, *benign, "commit", "-qm", "base")
+    dot = repo / ".git"
+    with (dot / "config").open("a") as config:
+        config.write(hostile_config(mark, dot, "local"))
+        config.write(f'[include]\n\tpath = included\n[includeIf "gitdir:/"]\n\tpath = {dot}/included-if\n')
+        config.write('[includeIf "onbranch:**"]\n\tpath = included-onbranch\n')
+    for name in ("included", "included-if", "included-onbranch"):
+        (dot / name).write_text(hostile_config(mark, dot, name))
+    hooks_dir(dot / "hooks", mark, "hooks")
+    (dot / "info").mkdir(exist_ok=True)
+    (dot / "info" / "attributes").write_text("* filter=evil diff=evil ident\n")
+    return repo
+
+
+def global_config(home: Path, mark: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's own config (~/.gitconfig) naming programs too: git-lfs-style filters, hooks, an
+    fsmonitor. Our snapshots run none of them either."""
+    home.mkdir(parents=True, exist_ok=True)
+    included = f'[include]\n\tpath = {home}/included\n[includeIf "gitdir:/"]\n\tpath = {home}/included-if\n'
+    (home / ".gitconfig").write_text(hostile_config(mark, home, "global") + included)
+    for name in ("included", "included-if"):
+        (home / name).write_text(hostile_config(mark, home, f"global-{name}"))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+
+
+def hostile_env(root: Path, mark: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_* variables in the editor's environment that would send git elsewhere or run programs."""
+    other = root / "elsewhere"
+    other.mkdir(exist_ok=True)
+    for key, value in {
+        "GIT_DIR": str(other),
+        "GIT_WORK_TREE": "/",
+        "GIT_INDEX_FILE": str(other / "index"),
+        "GIT_OBJECT_DIRECTORY": str(other),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(other),
+        "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor={mark} env-fsmonitor'",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.hooksPath",
+        "GIT_CONFIG_VALUE_0": str(hooks_dir(other / "hooks", mark, "env")),
+        "GIT_EXTERNAL_DIFF": f"{mark} env-external-diff",
+        "GIT_PAGER": f"{mark} env-pager",
+        "GIT_SSH_COMMAND": f"{mark} env-ssh",
+        "GIT_ASKPASS": f"{mark} env-askpass",
+        "GIT_EDITOR": f"{mark} env-editor",
+        "GIT_EXEC_PATH": str(other),
+        "GIT_ATTR_SOURCE": "HEAD",
+    }.items():
+        monkeypatch.setenv(key, value)
+
+
+def read_git(snap: Snapshot, *args: str) -> bytes:
+    """Plain git on the snapshot's repository (no config of anyone's), as a check from outside."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_DIR=snap.git_dir, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    if snap.alternates:
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = snap.alternates
+    return subprocess.run(["git", *args], env=env, cwd=snap.git_dir, check=True, capture_output=True).stdout
+
+
+def stored(snap: Snapshot) -> dict[str, bytes]:
+    """Every file of the snapshot, with its bytes (a symlink: its target)."""
+    files = {}
+    for record in read_git(snap, "ls-tree", "-r", "-z", snap.tree).split(b"\0"):
+        if record:
+            meta, path = record.split(b"\t", 1)
+            files[os.fsdecode(path)] = read_git(snap, "cat-file", "blob", meta.split()[2].decode())
+    return files
+
+
+def on_disk(root: Path, ignored: tuple[str, ...] = ("ignored.txt",)) -> dict[str, bytes]:
+    """Every file of the work tree (not in .git, not ignored), with its bytes."""
+    files = {}
+    for path in root.rglob("*"):
+        name = path.relative_to(root).as_posix()
+        if ".git" in path.relative_to(root).parts or name in ignored:
+            continue
+        if path.is_symlink():
+            files[name] = os.fsencode(os.readlink(path))
+        elif path.is_file():
+            files[name] = path.read_bytes()
+    return files
+
+
+def state(*roots: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file and folder under `roots` (a git dir): bytes and mtime. A snapshot leaves it as is."""
+    found = {}
+    for root in roots:
+        for path in [root, *root.rglob("*")]:
+            info = path.lstat()
+            data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+            found[str(path)] = (data, info.st_mtime_ns)
+    return found
+
+
+def no_marks(marks: Path) -> None:
+    assert sorted(p.name for p in marks.iterdir()) == [], "git ran a program the repository or config named"
+
+
+def test_a_hostile_clone_runs_nothing_and_is_stored_as_its_bytes(tmp_path, monkeypatch):
+    marks = tmp_path / "marks"
+    mark = marker(tmp_path / "bin", marks)
+    repo = hostile_repo(tmp_path / "hostile", mark)
+    # What the user's git stored is not what is on disk (the filters ran as the user committed).
+    assert git(repo, "cat-file", "blob", "HEAD:filtered.txt") == "LOWER CASE\n"
+    assert git(repo, "cat-file", "blob", "HEAD:dos.txt") == "one\ntwo\n"
+    global_config(tmp_path / "home", mark, monkeypatch)
+    hostile_env(tmp_path, mark, monkeypatch)
+    user = state(repo / ".git")
+
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo / "sub"))  # from a subfolder: the work tree is the repository's
+    no_marks(marks)
+    assert before.work_tree == os.path.realpath(repo)
+    assert stored(before) == on_disk(repo)  # the bytes on disk, not the filtered ones
+    write(repo, TURN)
+    after = snapshotter.take(str(repo))
+    no_marks(marks)
+    assert stored(after) == on_disk(repo)
+    changes = {c.path: c.status for c in snapshotter.changes(before, after)}
+    assert changes == {
+        "dos.txt": "modified",
+        "filtered.txt": "modified",
+        "gone.txt": "deleted",
+        "ident.txt": "modified",
+        "new.crlf": "created",
+        "sub/deep.txt": "modified",
+        "utf16.txt": "modified",
+        "win.crlf": "modified",
+    }
+    snapshotter.prune([after])
+    assert stored(after) == on_disk(repo)
+    no_marks(marks)
+    assert state(repo / ".git") == user  # not one byte or mtime of the user's git dir changed
+
+
+def test_a_git_work_tree_is_snapshotted_without_touching_the_users_git_state(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -30,13 +294,23 @@ def test_a_git_work_tree_is_snapshotted_through_a_temporary_index(tmp_path):
     git(repo, "stash", "-q")  # the user has a stash
     (repo / "staged.txt").write_text("staged\n")
     git(repo, "add", "staged.txt")  # and something staged
+    (repo / "intended.txt").touch()
+    git(repo, "add", "-N", "intended.txt")  # and an intent to add (its empty blob is nowhere)
+    (repo / ".git" / "info" / "exclude").write_text("excluded.txt\n")
+    (repo / "excluded.txt").write_text("the repository's own exclude\n")
     (repo / "ignored.txt").write_text("not tracked\n")
     (repo / "big.bin").write_bytes(b"x" * 2000)
-    before_state = user_state(repo)
+    user = state(repo / ".git")
 
     snapshotter = Snapshotter(tmp_path / "state", max_file_bytes=1000)
     before = snapshotter.take(str(repo))
     assert before.skipped == ("big.bin",)
+    assert stored(before) == on_disk(repo, ("ignored.txt", "excluded.txt", "big.bin"))
+    # Unchanged files are not copied: the one blob in our store is the empty file's (the user's
+    # blobs stay in the user's store).
+    objects = [p.parent.name + p.name for p in Path(before.git_dir, "objects").glob("??/*")]
+    blobs = [oid for oid in objects if read_git(before, "cat-file", "-t", oid) == b"blob\n"]
+    assert len(objects) > 1 and [read_git(before, "cat-file", "blob", oid) for oid in blobs] == [b""]
     (repo / "kept.txt").write_text("one\nTWO\nthree\n")
     (repo / "gone.txt").unlink()
     (repo / "new.txt").write_text("hello\n")
@@ -44,40 +318,40 @@ def test_a_git_work_tree_is_snapshotted_through_a_temporary_index(tmp_path):
     after = snapshotter.take(str(repo))
 
     changes = {c.path: c for c in snapshotter.changes(before, after)}
-    assert sorted(changes) == ["gone.txt", "image.png", "kept.txt", "new.txt"]  # not ignored.txt, not big.bin
+    assert sorted(changes) == ["gone.txt", "image.png", "kept.txt", "new.txt"]  # not ignored, excluded, big
     assert (changes["kept.txt"].status, changes["kept.txt"].added, changes["kept.txt"].removed) == ("modified", 2, 1)
     assert changes["gone.txt"].status == "deleted" and changes["new.txt"].status == "created"
     assert changes["image.png"].binary
-    # The exact bytes are in the snapshot.
-    assert git(repo, "cat-file", "blob", f"{before.tree}:kept.txt") == "one\ntwo\n"
-    assert git(repo, "cat-file", "blob", f"{before.tree}:staged.txt") == "staged\n"
-    # The user's index, stash, refs and status are as they were (status: for the files we changed).
-    index, stash, refs, _status = user_state(repo)
-    assert (index, stash, refs) == before_state[:3]
+    assert stored(after) == on_disk(repo, ("ignored.txt", "excluded.txt", "big.bin"))
+    assert state(repo / ".git") == user  # index, stash, refs, config, objects: as they were
 
 
-def test_outside_git_a_private_shadow_repository_holds_the_snapshots(tmp_path):
+def test_outside_git_a_private_repository_holds_the_snapshots(tmp_path, monkeypatch):
+    """A downloaded folder's .gitattributes naming the user's own git-lfs filter runs nothing either."""
+    marks = tmp_path / "marks"
+    global_config(tmp_path / "home", marker(tmp_path / "bin", marks), monkeypatch)
     folder = tmp_path / "plain"
     folder.mkdir()
     (folder / ".gitignore").write_text("*.log\n")
+    (folder / ".gitattributes").write_text("* text eol=crlf filter=lfs diff=evil\n")
     (folder / "a.txt").write_text("a\n")
     (folder / "run.log").write_text("noise\n")
     snapshotter = Snapshotter(tmp_path / "state")
     before = snapshotter.take(str(folder))
     assert not (folder / ".git").exists()
-    assert before.git_dir.startswith(str(tmp_path / "state"))
+    assert before.git_dir.startswith(str(tmp_path / "state")) and before.alternates == ""
     (folder / "a.txt").write_text("b\n")
     (folder / "run.log").write_text("more noise\n")
     after = snapshotter.take(str(folder))
     assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [("a.txt", "modified")]
-    snapshotter.prune([after])  # keeps only `after`: `before` may go
-    env = {**os.environ, "GIT_DIR": after.git_dir}
-    done = subprocess.run(["git", "cat-file", "-e", after.tree], env=env, check=False)
-    assert done.returncode == 0
+    assert stored(after) == on_disk(folder, ("run.log",))
+    snapshotter.prune([after])  # keeps `after`
+    assert stored(after)["a.txt"] == b"b\n"
+    no_marks(marks)
 
 
 def test_an_edit_in_the_same_second_as_git_add_is_seen(tmp_path):
-    """The temporary index keeps the user's index mtime, so git's racy-file check still works."""
+    """Our index starts from the user's blob ids only where the file's bytes hash to them."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -86,4 +360,195 @@ def test_an_edit_in_the_same_second_as_git_add_is_seen(tmp_path):
     (repo / "f.txt").write_text("edited\n")  # same size, same second
     time.sleep(1.5)
     snap = Snapshotter(tmp_path / "state").take(str(repo))
-    assert git(repo, "cat-file", "blob", f"{snap.tree}:f.txt") == "edited\n"
+    assert stored(snap) == {"f.txt": b"edited\n"}
+
+
+def test_repository_states_are_left_as_they_are(tmp_path):
+    """Mid-rebase (a conflict in the index), a linked worktree, a submodule: each snapshot holds
+    the bytes on disk, and no git dir of the user's changes."""
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / "f.txt").write_text("base\n")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "base")
+    git(main, "checkout", "-qb", "topic")
+    (main / "f.txt").write_text("topic\n")
+    git(main, "commit", "-qam", "topic")
+    git(main, "checkout", "-q", "main")
+    (main / "f.txt").write_text("main\n")
+    git(main, "commit", "-qam", "main")
+    git(main, "worktree", "add", "-q", str(tmp_path / "linked"), "topic~1")
+    (tmp_path / "linked" / "wt.txt").write_text("in the linked worktree\n")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q")
+    (lib / "lib.txt").write_text("lib\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "lib")
+    git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "sub")
+    git(main, "commit", "-qm", "sub")
+    git(main, "checkout", "-q", "topic")
+    env = {**os.environ, "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    done = subprocess.run(["git", "rebase", "main"], cwd=main, env=env, capture_output=True, check=False)
+    assert done.returncode != 0 and (main / ".git" / "rebase-merge").is_dir()  # stopped at the conflict
+    (main / "sub" / "lib.txt").write_text("lib, edited\n")
+    user = state(main / ".git")
+
+    snapshotter = Snapshotter(tmp_path / "state")
+    rebasing = snapshotter.take(str(main))
+    files = stored(rebasing)
+    assert files == on_disk(main, ("sub/lib.txt", "sub/.git"))  # the nested repository is not ours to track
+    assert b"<<<<<<<" in files["f.txt"]
+    linked = snapshotter.take(str(tmp_path / "linked"))
+    assert linked.work_tree == str(tmp_path / "linked") and stored(linked) == on_disk(tmp_path / "linked")
+    inner = snapshotter.take(str(main / "sub"))
+    assert inner.work_tree == str(main / "sub") and stored(inner) == {"lib.txt": b"lib, edited\n"}
+    (main / "f.txt").write_text("resolved\n")
+    again = snapshotter.take(str(main))
+    assert [(c.path, c.status) for c in snapshotter.changes(rebasing, again)] == [("f.txt", "modified")]
+    snapshotter.prune([again, linked, inner])
+    assert state(main / ".git") == user
+
+
+def test_a_git_file_or_config_pointing_elsewhere_does_not_move_the_work_tree(tmp_path):
+    """A `.git` file naming another repository, and core.worktree naming another folder: the
+    work tree is still the folder holding `.git`, and nothing of the other repository is stored."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    git(secret, "init", "-q")
+    (secret / "secret.txt").write_text("private\n")
+    (secret / "shared.txt").write_text("the secret version\n")
+    git(secret, "add", "-A")
+    git(secret, "commit", "-qm", "secret")
+    git(secret, "config", "core.worktree", str(tmp_path))  # would make the whole tmp_path the work tree
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / ".git").write_text(f"gitdir: {secret / '.git'}\n")
+    (clone / "shared.txt").write_text("the clone's own\n")
+    user = state(secret / ".git")
+    snapshotter = Snapshotter(tmp_path / "state")
+    snap = snapshotter.take(str(clone))
+    assert snap.work_tree == str(clone) and stored(snap) == {"shared.txt": b"the clone's own\n"}
+    inside = snapshotter.take(str(secret))
+    assert inside.work_tree == str(secret) and stored(inside) == on_disk(secret)
+    assert state(secret / ".git") == user
+
+
+def test_what_is_not_a_file_of_the_work_tree_is_never_read(tmp_path):
+    """A folder swapped for a symlink to outside, a tracked file swapped for a FIFO: no outside
+    byte is stored, and the snapshot neither hangs nor fails."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "d").mkdir()
+    (repo / "d" / "f.txt").write_text("inside\n")
+    (repo / "pipe.txt").write_text("a file, for now\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("OUTSIDE\n")  # the same size as the tracked file
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo))
+    (repo / "d" / "f.txt").unlink()
+    (repo / "d").rmdir()
+    (repo / "d").symlink_to(outside)
+    (repo / "pipe.txt").unlink()
+    os.mkfifo(repo / "pipe.txt")
+    after = snapshotter.take(str(repo))
+    assert stored(after) == {"d": os.fsencode(outside)}  # the symlink itself
+    assert {(c.path, c.status) for c in snapshotter.changes(before, after)} == {
+        ("d", "created"),
+        ("d/f.txt", "deleted"),
+        ("pipe.txt", "deleted"),
+    }
+    outside_blob = subprocess.run(["git", "hash-object", "--stdin"], input=b"OUTSIDE\n", capture_output=True)
+    with pytest.raises(subprocess.CalledProcessError):  # never hashed into our store, nor read
+        read_git(after, "cat-file", "-e", outside_blob.stdout.decode().strip())
+
+
+@pytest.mark.parametrize("kind", ["split-index", "sha256"])
+def test_an_index_we_cannot_start_from_costs_time_not_exactness(tmp_path, kind):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", *(["--object-format=sha256"] if kind == "sha256" else []))
+    if kind == "split-index":
+        git(repo, "config", "core.splitIndex", "true")
+    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    (repo / "a.txt").write_bytes(b"crlf\r\n")
+    (repo / "b.bin").write_bytes(b"\x00\x01")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    user = state(repo / ".git")
+    snap = Snapshotter(tmp_path / "state").take(str(repo))
+    assert stored(snap) == on_disk(repo)
+    assert state(repo / ".git") == user
+
+
+def test_the_fixed_settings_win_over_every_config_file_and_its_includes(tmp_path, monkeypatch):
+    """Belt and braces, checked on the installed git: even git pointed at the hostile repository
+    itself (its config includes more config naming hooks and an fsmonitor) runs none of them
+    through `_git`'s command line settings. (Snapshots never point git there.)"""
+    marks = tmp_path / "marks"
+    mark = marker(tmp_path / "bin", marks)
+    repo = hostile_repo(tmp_path / "hostile", mark)
+    (repo / ".git" / "info" / "attributes").unlink()  # attributes are info/attributes' job, not this one's
+    (repo / ".gitattributes").write_text("")
+    (repo / "sub" / ".gitattributes").write_text("")
+    global_config(tmp_path / "home", mark, monkeypatch)
+    for attributes in [*(repo / ".git").glob("*-attributes"), *(tmp_path / "home").glob("*-attributes")]:
+        attributes.unlink()
+    (repo / "plain.txt").write_text("changed\n")
+    dot = str(repo / ".git")
+    assert "plain.txt" in snapshot._git(dot, ["ls-files", "-m"], str(repo))  # reads the index: fsmonitor
+    snapshot._git(dot, ["update-index", "--add", "--", "plain.txt"], str(repo))  # post-index-change
+    tree = snapshot._git(dot, ["write-tree"], str(repo)).strip()
+    snapshot._git(dot, ["update-ref", "refs/x", tree])  # reference-transaction
+    snapshot._git(dot, ["diff-tree", "-p", "--no-ext-diff", "--no-textconv", "HEAD^{tree}", tree])
+    no_marks(marks)
+
+
+def test_a_prune_keeps_the_trees_another_neovim_still_shows(tmp_path):
+    """Two Neovims share the state directory: a prune takes back only its own turns' trees (and
+    those of a Neovim gone for two weeks), and no object younger than an hour."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\n")
+    mine, theirs = Snapshotter(tmp_path / "state"), Snapshotter(tmp_path / "state")
+    shown = theirs.take(str(folder))
+    (folder / "a.txt").write_text("two\n")
+    kept = mine.take(str(folder))
+    read_git(kept, "update-ref", f"refs/turns/1000-gone/{shown.tree}", shown.tree)  # a Neovim of 1970
+    for path in Path(kept.git_dir, "objects").glob("??/*"):
+        os.utime(path, (time.time() - 7200, time.time() - 7200))  # all over an hour old
+    mine.prune([kept])
+    assert stored(shown) == {"a.txt": b"one\n"} and stored(kept) == {"a.txt": b"two\n"}
+    assert b"1000-gone" not in read_git(kept, "for-each-ref")
+    theirs.prune([])
+    with pytest.raises(subprocess.CalledProcessError):
+        read_git(shown, "cat-file", "-e", shown.tree)
+    assert stored(kept) == {"a.txt": b"two\n"}
+
+
+def test_a_file_that_became_a_folder_and_a_folder_that_became_a_file(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo, {"a": b"file\n", "b/c": b"in a folder\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo))
+    (repo / "a").unlink()
+    (repo / "b" / "c").unlink()
+    (repo / "b").rmdir()
+    write(repo, {"a/x": b"now a folder\n", "b": b"now a file\n"})
+    after = snapshotter.take(str(repo))
+    assert stored(after) == on_disk(repo)
+    assert {(c.path, c.status) for c in snapshotter.changes(before, after)} == {
+        ("a", "deleted"),
+        ("a/x", "created"),
+        ("b", "created"),
+        ("b/c", "deleted"),
+    }

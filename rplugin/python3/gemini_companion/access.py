@@ -129,7 +129,6 @@ class Access:
             "gemini_pid": agent.gemini_pid,
             "qwen_port": agent.qwen_port,
             "env": {
-                "GEMINI_COMPANION_AGENT": name,  # its hooks say whose turn it is (hook.py)
                 "GEMINI_CLI_IDE_PID": str(agent.gemini_pid),
                 "GEMINI_CLI_IDE_AUTH_TOKEN": agent.gemini_token,
                 "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": json.dumps(gemini["stdio"]["args"]),

@@ -34,7 +34,7 @@ HOOK_CLI = {
     "PostToolUse": "qwen",
     "Stop": "qwen",
 }
-GC_EVERY = 10  # turns between prunes of a shadow repository
+GC_EVERY = 10  # turns between prunes of our snapshot repositories
 
 
 @dataclass
@@ -56,6 +56,7 @@ class Turn:
             "agent": self.agent,
             "boundary": self.boundary,
             "git_dir": self.before.git_dir,
+            "alternates": self.before.alternates,
             "work_tree": self.before.work_tree,
             "before": self.before.tree,
             "after": after.tree,

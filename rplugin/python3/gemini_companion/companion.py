@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from . import contract, discovery, launch
+from . import contract, discovery, hook_keys, launch
 from .access import Access
 from .changes import ChangesFeature
 from .context import ContextFeature
@@ -54,6 +54,7 @@ class Companion:
         self._seq = 0
         self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
         self._access = Access()  # the tokens we accept: whose each one is
+        self._hook_keys = hook_keys.HookKeys()  # where hook.py finds us (terminals, agents)
         self._tools = ToolsFeature(editor, self, lambda: list(self._ad.workspace) if self._ad else [])
         self._changes = ChangesFeature(editor, self)
         self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self), self._tools, self._changes]
@@ -123,6 +124,8 @@ class Companion:
                 sock.close()
                 self._ad = None
                 raise RuntimeError("; ".join(self._discovery_errors) or "no discovery file could be written")
+            hook_keys.sweep_stale()
+            self._write_hook_key(None)
             self._sweeper = threading.Event()
             threading.Thread(target=self._sweep_loop, args=(self._sweeper,), name="gemini-sweep", daemon=True).start()
             # A daemon: when Neovim dies the host's main loop ends and must not wait for it.
@@ -175,10 +178,16 @@ class Companion:
                 int(params.get("gemini_pid") or 0),
                 int(params.get("qwen_port") or 0),
             )
+            env = cast(dict[str, str], registered["env"])
+            env.update(contract.startup_env())  # a project's .env cannot set what bash acts on
+            key = self._write_hook_key(str(params["name"]))
+            if key:
+                env[contract.KEY_ENV] = key  # its own file: its hooks name it, whatever its env says
             return dict(registered, snapshot=self.snapshot())
 
     def unregister_agent(self, params: dict[str, Any]) -> None:
         self._access.unregister(str(params["name"]))
+        self._hook_keys.remove(str(params["name"]))
         self._push()
 
     def status(self) -> contract.Status:
@@ -219,6 +228,7 @@ class Companion:
 
     def _sweep_loop(self, stopped: threading.Event) -> None:
         while not stopped.wait(SWEEP_SECONDS):
+            hook_keys.sweep_stale()
             swept = discovery.sweep_stale()
             if swept:
                 self._notify(f"removed {len(swept)} stale discovery file(s)", "debug")
@@ -293,9 +303,20 @@ class Companion:
         for line in errors:
             self._notify(line, "error")
 
+    def _write_hook_key(self, agent: str | None) -> str | None:
+        """The hook key file for the terminals (None) or an agent; lock held. A failure costs
+        only the turn hooks: said once, and the server goes on."""
+        assert self._ad is not None
+        try:
+            return self._hook_keys.write(self._ad, agent)
+        except discovery.DiscoveryError as err:
+            self._notify(f"turn hooks off: {err}", "error")
+            return None
+
     def _remove_files(self) -> None:
-        """Take back every discovery file (the agents' too) and every token."""
+        """Take back every discovery file (the agents' too), hook key file and token."""
         self._access.clear()
+        self._hook_keys.clear()
         for path in self._files:
             discovery.remove(path)
         self._files = []

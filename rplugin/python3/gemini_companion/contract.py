@@ -4,23 +4,22 @@
   `gemini_companion.Status` in lua/gemini_companion/state.lua (a unit test keeps them equal).
 - `TERMINAL_ENV`: the environment Neovim's terminals inherit, key by key; Lua sets and
   unsets exactly these keys (each snapshot carries all of them).
+- `STARTUP_ENV`: the variables a shell or the loader acts on at start, made inert for managed
+  agents and for the hook entries (their Lua twin: `HOOK_ENV` in changes.lua; test_hook_hostile.py
+  keeps them equal).
 """
 
 from __future__ import annotations
 
 import json
-import shlex
-import sys
-from collections.abc import Callable
-from pathlib import Path
+import os
+from collections.abc import Callable, Mapping
 from typing import TypedDict
 
 from .discovery import Advertisement
-from .http_guard import EDITOR_PATH, HOOKS_PATH
-
-# The hook command the CLIs' settings run as `eval "$GEMINI_COMPANION_HOOK <event>"`: this
-# Python (standard library only, no site: it starts fast) on hook.py.
-HOOK_COMMAND = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(Path(__file__).with_name('hook.py')))}"
+from .hook import KEY_ENV
+from .hook_keys import key_for
+from .http_guard import EDITOR_PATH
 
 
 def url(ad: Advertisement, path: str) -> str:
@@ -94,10 +93,12 @@ TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
     # Neovim the URL expands to nothing and Gemini skips the server silently.
     "GEMINI_COMPANION_MCP_URL": lambda ad: tools_url(ad),
     "GEMINI_COMPANION_MCP_TOKEN": lambda ad: ad.tools_token,
-    # The CLIs' lifecycle hooks (changes.py): outside Neovim the hook is a `test -z` and exits.
-    "GEMINI_COMPANION_HOOK": lambda _ad: HOOK_COMMAND,
-    "GEMINI_COMPANION_HOOK_URL": lambda ad: url(ad, HOOKS_PATH),
-    "GEMINI_COMPANION_HOOK_TOKEN": lambda ad: ad.hooks_token,
+    # The CLIs' lifecycle hooks (hook.py): only the key naming the file with the port and token;
+    # outside Neovim it is unset and the hook exits at once.
+    KEY_ENV: lambda ad: key_for(ad),
+    # Set (empty) so a project's .env cannot set it: the hook entry earlier versions of the
+    # plugin wrote `eval`ed it, and may still be in a user's settings until enable-cli replaces it.
+    "GEMINI_COMPANION_HOOK": lambda _ad: "",
     # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
     "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.gemini_stdio()["command"],
     "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.gemini_stdio()["args"]),
@@ -105,6 +106,27 @@ TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
     "QWEN_CODE_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.qwen_stdio()["args"]),
 }
 ENV_KEYS = tuple(TERMINAL_ENV)
+
+
+# What bash, the dynamic loader (and so Python) act on as they start, which a project's `.env`
+# could set for the CLI and so for every command it runs: a managed agent gets them empty when
+# the user has not set them (a CLI never overrides a variable already set), and the hook entries
+# (changes.lua HOOK_ENV) always. PS4 gets bash's default: an empty one would change `set -x`.
+STARTUP_ENV = {
+    "BASH_ENV": "",
+    "ENV": "",
+    "SHELLOPTS": "",
+    "BASHOPTS": "",
+    "PS4": "+ ",
+    "LD_PRELOAD": "",
+    "LD_AUDIT": "",
+    "LD_LIBRARY_PATH": "",
+}
+
+
+def startup_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The STARTUP_ENV variables `environ` does not set, with their inert values."""
+    return {name: value for name, value in STARTUP_ENV.items() if name not in environ}
 
 
 def terminal_env(ad: Advertisement | None) -> dict[str, str | bool]:

@@ -1,10 +1,14 @@
 """A CLI's lifecycle hook, run by Gemini CLI or Qwen Code for each turn and tool: tells the
 editor "turn started / tool X ran / turn ended" and exits 0 at once, whatever happens.
 
-The CLIs' settings name it through the environment (`GEMINI_COMPANION_HOOK`, see
-cli_settings.lua and qwen_defaults.lua): outside Neovim the variable is unset and the hook is
-a shell `test` that costs nothing. `python hook.py EVENT` reads the CLI's JSON from stdin and
-POSTs it to the server (`GEMINI_COMPANION_HOOK_URL`, bearer `GEMINI_COMPANION_HOOK_TOKEN`).
+The CLIs' settings run it as a fixed command (changes.lua `hooks`): this file, on the plugin's
+own Python with `-I -S`. Where it reports to comes from nothing a project can set: a CLI loads
+a project's `.env` into its environment, so the environment carries only `KEY_ENV`, an opaque
+random key, and the port and token are in the file that key names, in a directory of ours under
+/tmp (not TMPDIR: a `.env` may set that). The file must be ours and 0600, its directories ours
+and writable by no one else; anything else (no key, a forged one, no file) means "not in this
+Neovim": nothing is sent. It only ever POSTs to http://127.0.0.1:<port>/hooks. The host writes
+the files (hook_keys.py).
 A turn start waits for the editor's snapshot (bounded); nothing here can fail or block the
 agent beyond that bound. Standard library only; started fresh for every event.
 """
@@ -13,48 +17,115 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import stat
 import sys
-import urllib.request
 
+KEY_ENV = "GEMINI_COMPANION_HOOK_ID"  # no TOKEN/KEY in the name: Gemini may redact those
+KEY_LENGTH = 32  # hex digits
+HEX = frozenset("0123456789abcdef")
+TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (this file imports nothing of the plugin)
 WAIT_SECONDS = {"turn-start": 8.0}  # the snapshot; every other event: a short bound
 DEFAULT_SECONDS = 2.0
 KEPT = ("session_id", "cwd", "hook_event_name", "tool_name", "tool_input", "prompt_id")
 
 
-def main() -> None:
-    event = sys.argv[1] if len(sys.argv) > 1 else ""
-    url, token = os.environ.get("GEMINI_COMPANION_HOOK_URL"), os.environ.get("GEMINI_COMPANION_HOOK_TOKEN")
-    if not url or not token:
-        return
+def key_dir() -> str:
+    """Where the key files are: fixed per user, never from the environment."""
+    return f"/tmp/gemini-companion-{os.getuid()}/hooks"
+
+
+def valid_key(key: str) -> bool:
+    return len(key) == KEY_LENGTH and set(key) <= HEX
+
+
+def _our_dir(st: os.stat_result) -> bool:
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def read_key(key: str) -> tuple[int, str, str | None] | None:
+    """The port, token and agent name in the key's file; None unless all is ours and well-formed."""
+    if not valid_key(key):
+        return None
+    directory = key_dir()
     try:
-        payload = json.loads(sys.stdin.read() or "{}")
+        if not _our_dir(os.lstat(os.path.dirname(directory))):
+            return None
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            if not _our_dir(os.fstat(dfd)):
+                return None
+            fd = os.open(f"{key}.json", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+                return None
+            data = json.loads(os.read(fd, 4096))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    port, token, agent = data.get("port"), data.get("token"), data.get("agent")
+    if type(port) is not int or not 0 < port < 65536:
+        return None
+    if not isinstance(token, str) or not 0 < len(token) <= 200 or not set(token) <= TOKEN_CHARS:
+        return None
+    return port, token, agent if isinstance(agent, str) else None
+
+
+def body(event: str, agent: str | None, stdin: str) -> bytes:
+    """What the server gets: the event, the agent, and the CLI's fields that name things (never
+    a file's content)."""
+    try:
+        payload = json.loads(stdin or "{}")
     except ValueError:
         payload = {}
     if not isinstance(payload, dict):
         payload = {}
     tool_input = payload.get("tool_input")
-    if isinstance(tool_input, dict):  # paths and commands only: never a file's content
+    if isinstance(tool_input, dict):  # paths and commands only
         payload["tool_input"] = {k: v for k, v in tool_input.items() if k in ("file_path", "path", "command")}
-    body = {key: payload[key] for key in KEPT if key in payload}
-    body.update(event=event, agent=os.environ.get("GEMINI_COMPANION_AGENT") or None)
-    body.setdefault("cwd", os.getcwd())
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-        method="POST",
+    kept = {key: payload[key] for key in KEPT if key in payload}
+    kept.update(event=event, agent=agent)
+    kept.setdefault("cwd", os.getcwd())
+    return json.dumps(kept).encode()
+
+
+def post(port: int, token: str, data: bytes, timeout: float) -> None:
+    """POST to this Neovim's loopback server and wait for its answer (a plain socket: it starts
+    faster than http.client, and no proxy setting can ever apply)."""
+    head = (
+        f"POST {HOOKS_PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
     )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head.encode() + data)
+        sock.recv(1)  # the answer has begun: the server is done with the event
+
+
+def main() -> None:
+    event = sys.argv[1] if len(sys.argv) > 1 else ""
+    found = read_key(os.environ.get(KEY_ENV, ""))
+    if found is None:
+        return
+    port, token, agent = found
+    data = body(event, agent, sys.stdin.read())
     try:
-        with opener.open(request, timeout=WAIT_SECONDS.get(event, DEFAULT_SECONDS)) as response:
-            response.read()
-    except Exception:  # noqa: BLE001 - Neovim gone or slow: the agent goes on regardless
+        post(port, token, data, WAIT_SECONDS.get(event, DEFAULT_SECONDS))
+    except OSError:  # Neovim gone or slow: the agent goes on regardless
         pass
 
 
 if __name__ == "__main__":
     try:
         main()
+    except Exception:  # noqa: BLE001 - whatever happens, the agent goes on
+        pass
     finally:
         sys.stdout.write("{}\n")  # exit 0 with an empty decision: "go on"
         sys.exit(0)

@@ -2,13 +2,15 @@
 
 `python settings_edit.py enable SETTINGS JOURNAL KEY=JSON...` sets each dotted KEY to the JSON
 value (`KEY+=JSON` appends the value to the list at KEY instead: hook arrays keep the user's
-entries); `python settings_edit.py disable SETTINGS JOURNAL` takes back everything enabled in
-that file. Either prints {"changes": [...]} or {"error": "..."}. The file keeps its key order,
-indentation style (2 spaces), mode and every other key; it is replaced atomically. The journal
-(JSON, 0600) remembers, per settings file and key, the value before we set it (absent or a
-value) and the value we wrote: `disable` restores a key only while it still holds ours (a value
-the user changed since is theirs). Standard library only: this runs in the plugin's venv
-Python, outside the host.
+entries; `KEY-=JSON` takes that exact entry out of the list at KEY: cli_settings.lua names the
+entries of ours an earlier version wrote); `python settings_edit.py disable SETTINGS JOURNAL
+[KEY-=JSON...]` takes back everything enabled in that file, and those entries. Either prints
+{"changes": [...]} or {"error": "..."}. The file keeps its key order, indentation style (2
+spaces), mode and every other key; it is replaced atomically. The journal (JSON, 0600)
+remembers, per settings file and key, the value before we set it (absent or a value) and the
+value we wrote: `disable` restores a key only while it still holds ours (a value the user
+changed since is theirs). Standard library only: this runs in the plugin's venv Python, outside
+the host.
 """
 
 from __future__ import annotations
@@ -126,6 +128,17 @@ def append(settings: dict[str, Any], record: dict[str, Any], name: str, value: A
     return f"{name}: + one entry"
 
 
+def remove(settings: dict[str, Any], name: str, value: Any) -> str | None:
+    """Take `value` out of the list at `name`; a list left empty goes (it held only ours)."""
+    keys = name.split(".")
+    now = get(settings, keys)
+    if not isinstance(now, list) or value not in now:
+        return None
+    rest = [item for item in now if item != value]
+    put(settings, keys, rest or ABSENT)
+    return f"{name}: - one entry"
+
+
 def unappend(settings: dict[str, Any], name: str, recorded: dict[str, Any]) -> str | None:
     keys = name.split(".")
     now = get(settings, keys)
@@ -142,21 +155,22 @@ def main() -> None:
     journal = load(journal_path)
     record: dict[str, Any] = journal.setdefault(path, {})
     changed: list[str | None] = []
-    if verb == "enable":
-        for item in wanted:
-            name, _, encoded = item.partition("=")
-            value = json.loads(encoded)
-            if name.endswith("+"):  # `key+`: appended to the list there
-                changed.append(append(settings, record, name[:-1], value))
-            else:
-                changed.append(assign(settings, record, name, value))
-    elif verb == "disable":
+    if verb == "disable":
         for name, recorded in list(record.items()):
             del record[name]
             if name.endswith("+"):
                 changed.append(unappend(settings, name[:-1], entry(recorded)))
             else:
                 changed.append(unassign(settings, name, entry(recorded)))
+    for item in wanted:
+        name, _, encoded = item.partition("=")
+        value = json.loads(encoded)
+        if name.endswith("-"):  # `key-`: an entry of ours taken out of the list there
+            changed.append(remove(settings, name[:-1], value))
+        elif verb == "enable" and name.endswith("+"):  # `key+`: appended to the list there
+            changed.append(append(settings, record, name[:-1], value))
+        elif verb == "enable":
+            changed.append(assign(settings, record, name, value))
     changes = [line for line in changed if line]
     if changes:
         save(path, settings)

@@ -78,6 +78,39 @@ return {
     local after = read(path).hooks
     assert(vim.deep_equal(after, { BeforeAgent = { mine } }), vim.inspect(after))
   end,
+  earlier_hook_entries_of_ours_are_replaced_by_enable_and_all_taken_out_by_disable = function()
+    local function old(event, timeout) -- what earlier versions wrote: it eval'ed the environment
+      local command = ('[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK %s"'):format(event)
+      return { hooks = { { type = 'command', command = command, timeout = timeout } } }
+    end
+    local elsewhere = vim.deepcopy(require('gemini_companion.changes').hooks('gemini').AfterTool) -- another checkout
+    elsewhere.hooks[1].command = elsewhere.hooks[1].command:gsub("'/[^']*/hook%.py'", "'/elsewhere/hook.py'")
+    local mine = { hooks = { { type = 'command', command = 'echo mine' } } }
+    local hooks = {
+      BeforeAgent = { mine, old('turn-start', 10000) },
+      AfterTool = { old('tool', 3000), elsewhere },
+      AfterAgent = { old('turn-end', 60000), old('turn-end', 10000) },
+    }
+    local path = fresh(vim.json.encode({ hooks = hooks }))
+    local missing = table.concat(cli_settings.missing('gemini'), ' ')
+    assert(missing:find('hooks.AfterTool-', 1, true) and missing:find('hooks.AfterTool+', 1, true), missing)
+    assert(cli_settings.enable('gemini'))
+    local now = read(path).hooks
+    assert(#now.BeforeAgent == 2 and now.BeforeAgent[1].hooks[1].command == 'echo mine', vim.inspect(now))
+    assert(#now.AfterTool == 1 and #now.AfterAgent == 1, vim.inspect(now))
+    for _, list in pairs(now) do
+      for _, item in ipairs(list) do
+        assert(not item.hooks[1].command:find('eval', 1, true) and not item.hooks[1].command:find('elsewhere'))
+      end
+    end
+    assert(#cli_settings.missing('gemini') == 0, vim.inspect(cli_settings.missing('gemini')))
+    assert(cli_settings.disable('gemini'))
+    assert(vim.deep_equal(read(path).hooks, { BeforeAgent = { mine } }), vim.inspect(read(path).hooks))
+    -- Written by a Neovim whose journal this one does not have: disable takes them out all the same.
+    path = fresh(vim.json.encode({ hooks = hooks }))
+    assert(cli_settings.disable('gemini'))
+    assert(vim.deep_equal(read(path).hooks, { BeforeAgent = { mine } }), vim.inspect(read(path).hooks))
+  end,
   tools_turned_off_register_nothing = function()
     require('gemini_companion.config').set({ tools = { enabled = false } })
     local path = fresh('{}')

@@ -1,0 +1,83 @@
+"""The files hook.py reads to find this Neovim's server (see hook.py): one for every terminal of
+this Neovim, and one per managed agent (it names the agent, so the turn is the agent's whatever
+its environment says). Each is named by a key that only the environment carries (opaque: a
+keyed hash of the server's secret hooks token, so the terminal environment can name it without
+state), holds the hooks port and token, and is written 0600 and atomically in a directory of
+ours (discovery.py's checked writes). Thread-safe; standard library only.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import threading
+from pathlib import Path
+
+from . import discovery
+from .hook import KEY_LENGTH, key_dir, valid_key
+
+
+def key_for(ad: discovery.Advertisement, agent: str | None = None) -> str:
+    """The key naming the terminals' file (agent None) or an agent's, for this server."""
+    label = "terminals" if agent is None else f"agent:{agent}"
+    return hmac.new(ad.hooks_token.encode(), label.encode(), "sha256").hexdigest()[:KEY_LENGTH]
+
+
+class HookKeys:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._written: dict[str | None, Path] = {}  # agent name (None: the terminals') -> file
+
+    def write(self, ad: discovery.Advertisement, agent: str | None = None) -> str:
+        """Write the file for the terminals (agent None) or one agent; its key."""
+        key = key_for(ad, agent)
+        directory = Path(key_dir())
+        discovery.ensure_dir(directory)
+        payload = {
+            "port": ad.port,
+            "token": ad.hooks_token,
+            "agent": agent,
+            discovery.OWNER_FIELD: os.getpid(),
+            discovery.OWNER_START_FIELD: discovery.process_start(os.getpid()),
+        }
+        path = discovery.write_secret_json(directory, f"{key}.json", payload)
+        with self._lock:
+            old, self._written[agent] = self._written.get(agent), path
+        if old is not None and old != path:
+            discovery.remove(old)
+        return key
+
+    def remove(self, agent: str | None) -> None:
+        with self._lock:
+            path = self._written.pop(agent, None)
+        if path is not None:
+            discovery.remove(path)
+
+    def clear(self) -> None:
+        with self._lock:
+            paths, self._written = list(self._written.values()), {}
+        for path in paths:
+            discovery.remove(path)
+
+
+def sweep_stale() -> int:
+    """Remove key files whose host is gone (a crashed Neovim's); how many."""
+    directory = Path(key_dir())
+    if discovery.check_dir(directory):
+        return 0
+    removed = 0
+    for path in directory.glob("*.json"):
+        if not valid_key(path.stem):
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or not isinstance(owner := data.get(discovery.OWNER_FIELD), int):
+            continue
+        started = data.get(discovery.OWNER_START_FIELD)
+        if owner != os.getpid() and not discovery.pid_alive(owner, started if isinstance(started, int) else None):
+            discovery.remove(path)
+            removed += 1
+    return removed

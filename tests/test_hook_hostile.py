@@ -1,0 +1,444 @@
+"""The hook the plugin registers cannot be steered (issue 20): a project's `.env`, which Gemini CLI
+loads into its environment in a trusted folder and so into every hook it runs, sets every
+variable the hook command, bash, the loader or Python reads, each with a payload that leaves a
+marker if it runs. The hook command is run as the CLIs run it (`bash -c`, the entry's `env`
+over the CLI's) with a real Neovim and its real host. Outside Neovim nothing runs and nothing is
+sent; inside, the turn reaches this Neovim only; with its Python gone it exits 0 and prints
+`{}`. The same attack through the real `gemini` is in test_e2e_hook_hostile.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import TESTS, Editor, Sandbox, wait_for
+from gemini_companion import http_guard
+from gemini_companion.contract import STARTUP_ENV
+from gemini_companion.hook import HOOKS_PATH, KEY_ENV, key_dir, read_key
+
+EVENTS = {"gemini": ["BeforeAgent", "AfterTool", "AfterAgent"], "qwen": ["UserPromptSubmit", "PostToolUse", "Stop"]}
+OLD_COMMAND = '[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK turn-start"'  # versions before
+PLANTED_KEY = "0123456789abcdef" * 2  # a well-formed key, naming a file only the project's TMPDIR has
+EVIL_SO = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void) {
+  const char *dir = getenv("EVIL_MARKS");
+  char comm[64] = "?", path[512];
+  int fd = open("/proc/self/comm", O_RDONLY);
+  if (!dir) return;
+  if (fd >= 0) { ssize_t n = read(fd, comm, sizeof comm - 1); if (n > 0) comm[n - 1] = 0; close(fd); }
+  snprintf(path, sizeof path, "%s/mark-ld_preload-%s", dir, comm);
+  int out = open(path, O_CREAT | O_WRONLY | O_APPEND, 0644), in = open("/proc/self/cmdline", O_RDONLY);
+  char line[4096];
+  ssize_t n = in >= 0 ? read(in, line, sizeof line) : 0;
+  if (out >= 0 && n > 0) { write(out, line, n); write(out, "\n", 1); }
+  close(in);
+  close(out);
+}
+"""
+
+
+class Listener:
+    """A loopback port that counts connections: where a steered hook would report to."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Attack:
+    """A project's `.env` (as the variables it gives the CLI) and where its payloads leave markers.
+    Everything is under a directory any user can enter, so the hook can run as `nobody` too."""
+
+    def __init__(self, base: Path, listener: Listener) -> None:
+        self.marks = base / "marks"
+        self.marks.mkdir(mode=0o777)
+        self.marks.chmod(0o777)
+        py = base / "py"  # PYTHONPATH: a stdlib module hook.py imports, and site's hooks
+        py.mkdir()
+        for module in ("json", "socket", "sitecustomize", "usercustomize", "evilwarn"):
+            (py / f"{module}.py").write_text(self._touch_py(f"pythonpath-{module}"))
+        (base / "startup.py").write_text(self._touch_py("pythonstartup"))
+        (base / "bash_env.sh").write_text(f"touch {self.marks}/mark-bash_env\n")
+        (base / "env.sh").write_text(f"touch {self.marks}/mark-env\n")
+        bin_dir = base / "bin"  # names a command could be looked up by
+        bin_dir.mkdir()
+        for name in ("python3", "python", "bash", "sh", "env", "cat", "printenv", "curl", "declare", "echo"):
+            (bin_dir / name).write_text(f"#!/bin/sh\ntouch {self.marks}/mark-path-{name}\n")
+            (bin_dir / name).chmod(0o755)
+        # A key file where TMPDIR, XDG_RUNTIME_DIR or HOME would put ours, pointing at the listener.
+        planted = base / "planted"
+        for where in (planted / f"gemini-companion-{os.getuid()}" / "hooks", planted / "gemini" / "ide"):
+            where.mkdir(parents=True)
+            key_file = where / f"{PLANTED_KEY}.json"
+            key_file.write_text(json.dumps({"port": listener.port, "token": "planted", "agent": "planted"}))
+            key_file.chmod(0o600)
+        self.env = {
+            "BASH_ENV": str(base / "bash_env.sh"),
+            "ENV": str(base / "env.sh"),
+            "SHELLOPTS": "xtrace",
+            "BASHOPTS": "extdebug",
+            "PS4": f"$(touch {self.marks}/mark-ps4)",
+            "GEMINI_COMPANION_HOOK": f"touch {self.marks}/mark-old-eval; true",  # what the old command eval'ed
+            "GEMINI_COMPANION_HOOK_URL": f"http://127.0.0.1:{listener.port}/hooks",
+            "GEMINI_COMPANION_HOOK_TOKEN": "planted",
+            "GEMINI_COMPANION_AGENT": "spoofed",
+            KEY_ENV: PLANTED_KEY,
+            "PYTHONPATH": str(py),
+            "PYTHONSTARTUP": str(base / "startup.py"),
+            "PYTHONINSPECT": "1",
+            "PYTHONWARNINGS": "ignore::evilwarn.Warning",
+            "PYTHONHOME": str(base / "planted"),
+            "PYTHONSAFEPATH": "",
+            "TMPDIR": str(planted),
+            "TMP": str(planted),
+            "TEMP": str(planted),
+            "XDG_RUNTIME_DIR": str(planted),
+            "HOME": str(planted),
+            "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "EVIL_MARKS": str(self.marks),
+        }
+        cc = shutil.which("cc")
+        if cc:  # the loader's own: a library every process would load
+            (base / "evil.c").write_text(EVIL_SO)
+            built = subprocess.run([cc, "-shared", "-fPIC", "-o", str(base / "evil.so"), str(base / "evil.c")])
+            if built.returncode == 0:
+                self.env.update(LD_PRELOAD=str(base / "evil.so"), LD_AUDIT=str(base / "evil.so"))
+
+    def _touch_py(self, name: str) -> str:
+        return f"open({str(self.marks / ('mark-' + name))!r}, 'w').close()\n"
+
+    def markers(self) -> list[str]:
+        return sorted(p.name for p in self.marks.iterdir())
+
+
+@contextmanager
+def open_dir() -> Iterator[Path]:
+    """A directory `nobody` can enter (pytest's tmp_path is 0700 under root's)."""
+    base = Path(tempfile.mkdtemp(prefix="gc-hostile-", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def open_base() -> Iterator[Path]:
+    with open_dir() as base:
+        yield base
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def attack(open_base: Path, listener: Listener) -> Attack:
+    return Attack(open_base, listener)
+
+
+def entries(editor: Editor, cli: str) -> list[dict[str, Any]]:
+    hooks = editor.lua("return require('gemini_companion.changes').hooks(...)", cli)
+    return [hooks[event]["hooks"][0] for event in EVENTS[cli]]
+
+
+def unprivileged(argv: list[str]) -> list[str]:
+    """As `nobody` when the tests run as root: bash takes PS4 from the environment only then."""
+    if os.geteuid() != 0:
+        return argv
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", *argv]
+
+
+def run_hook(
+    command: str, env: dict[str, str], cwd: Path, entry_env: dict[str, str] | None, as_nobody: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """As Gemini and Qwen run a hook: `bash -c`, the entry's env over the CLI's environment."""
+    argv = ["/bin/bash", "-c", command]
+    payload = json.dumps({"hook_event_name": "BeforeAgent", "cwd": str(cwd), "session_id": "s"})
+    return subprocess.run(
+        unprivileged(argv) if as_nobody else argv,
+        input=payload,
+        env={**env, **(entry_env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,  # a bound for a hung hook; it ends in milliseconds
+    )
+
+
+def cli_env(sandbox: Sandbox) -> dict[str, str]:
+    """A CLI's environment outside Neovim: nothing of the plugin's."""
+    return {k: v for k, v in sandbox.env.items() if not k.startswith("GEMINI_COMPANION")}
+
+
+@pytest.fixture
+def ed(editor_factory) -> Editor:
+    editor = editor_factory()
+    editor.wait_state("running")
+    return editor
+
+
+def turns(editor: Editor) -> list[dict[str, Any]]:
+    return editor.lua("return require('gemini_companion.changes').turns")
+
+
+# --- the command the settings hold ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_the_command_holds_no_dollar_and_runs_only_the_plugins_python_on_hook_py(ed, cli):
+    python = ed.lua("return vim.fn.exepath((require('gemini_companion.host').python()))")
+    hook_py = str(Path(ed.lua("return require('gemini_companion.host').plugin")) / "hook.py")
+    for entry in entries(ed, cli):
+        assert "$" not in json.dumps(entry), entry  # neither the shell nor the CLI's settings expand anything
+        assert f"'{python}' -I -S '{hook_py}' " in entry["command"]
+        assert "eval" not in entry["command"] and entry["name"] == "gemini-companion"
+        assert entry["env"] == STARTUP_ENV  # changes.lua HOOK_ENV: contract.STARTUP_ENV's twin
+
+
+# --- outside Neovim -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("as_nobody", [False, True], ids=["as-user", "unprivileged"])
+def test_outside_neovim_a_hostile_env_runs_nothing_and_sends_nothing(ed, sandbox, attack, listener, as_nobody):
+    project = attack.marks.parent
+    for cli in ("gemini", "qwen"):
+        for entry in entries(ed, cli):
+            # No key at all (the usual case): silent, at once.
+            env = {k: v for k, v in {**cli_env(sandbox), **attack.env}.items() if k != KEY_ENV}
+            done = run_hook(entry["command"], env, project, entry["env"], as_nobody)
+            assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), done
+            # A forged key, well-formed and naming a file the project planted under its TMPDIR.
+            done = run_hook(entry["command"], {**cli_env(sandbox), **attack.env}, project, entry["env"], as_nobody)
+            assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "{}", ""), done
+    assert attack.markers() == [] and listener.connections == 0
+
+
+def test_the_attack_is_live_without_the_entrys_own_env(ed, sandbox, attack):
+    """The control: the same bytes do act on bash (so the test above can fail), and the old command
+    ran whatever GEMINI_COMPANION_HOOK said."""
+    env = {**cli_env(sandbox), **attack.env}
+    run_hook(entries(ed, "gemini")[0]["command"], env, attack.marks.parent, None, as_nobody=True)
+    assert {"mark-bash_env", "mark-ps4"} <= set(attack.markers())
+    for marker in attack.marks.iterdir():
+        marker.unlink()
+    run_hook(OLD_COMMAND, env, attack.marks.parent, None)
+    assert "mark-old-eval" in attack.markers()
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        PLANTED_KEY,
+        "f" * 32,
+        "0123456789ABCDEF" * 2,  # upper case
+        "a" * 31,
+        "a" * 33,
+        "../" * 8 + "etc/passwd",
+        "a" * 16 + "/../../" + "a" * 9,
+        "a" * 31 + "\n",
+        "",
+    ],
+)
+def test_a_forged_key_reads_no_other_file_and_sends_nothing(ed, sandbox, listener, attack, key):
+    entry = entries(ed, "gemini")[0]
+    env = {**cli_env(sandbox), **attack.env, KEY_ENV: key}
+    done = run_hook(entry["command"], env, attack.marks.parent, entry["env"])
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "{}", ""), done
+    assert attack.markers() == [] and listener.connections == 0
+    assert read_key(key) is None
+
+
+def test_a_key_file_that_is_not_ours_and_private_is_never_read(ed, sandbox, listener, attack):
+    """In our own directory: a file open to others, or a symlink, is refused; the same file 0600
+    is read (the control)."""
+    entry = entries(ed, "gemini")[0]
+    key = os.urandom(16).hex()
+    directory = Path(key_dir())
+    target = attack.marks.parent / "elsewhere.json"
+    target.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None}))
+    target.chmod(0o600)
+    path = directory / f"{key}.json"
+    env = {**cli_env(sandbox), KEY_ENV: key}
+    try:
+        path.symlink_to(target)
+        assert run_hook(entry["command"], env, attack.marks.parent, entry["env"]).stdout.strip() == "{}"
+        path.unlink()
+        shutil.copy(target, path)
+        path.chmod(0o644)
+        assert run_hook(entry["command"], env, attack.marks.parent, entry["env"]).stdout.strip() == "{}"
+        assert listener.connections == 0
+        path.chmod(0o600)
+        run_hook(entry["command"], env, attack.marks.parent, entry["env"])
+        wait_for(lambda: listener.connections == 1, 10, "the hook to report to the file's port")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+# --- inside Neovim ------------------------------------------------------------------------------
+
+
+def test_inside_neovim_turns_reach_this_neovim_only_whatever_the_env_says(ed, sandbox, attack, listener):
+    project = sandbox.project
+    (project / "a.txt").write_text("one\n")
+    terminal_key = ed.env(KEY_ENV)
+    registered = ed.lua("return require('gemini_companion.host').request('agent_register', {name = 'gemini'})")
+    # A variable the terminal (or the agent) already has is never overridden by a .env.
+    for env_of_neovim, agent in (({KEY_ENV: terminal_key}, "external gemini"), (registered["env"], "gemini")):
+        env = {**cli_env(sandbox), **attack.env, **env_of_neovim}
+        start, tool, end = entries(ed, "gemini")
+        known = len(turns(ed))
+        for entry, change in ((start, None), (tool, f"{agent}\n"), (end, None)):
+            if change:
+                (project / "a.txt").write_text(change)
+            done = run_hook(entry["command"], env, project, entry["env"])
+            assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "{}", ""), done
+        turn = wait_for(lambda known=known: len(turns(ed)) > known and turns(ed)[-1], 30, "the turn")
+        assert turn["agent"] == agent and [f["path"] for f in turn["files"]] == ["a.txt"]
+    assert attack.markers() == [] and listener.connections == 0
+
+
+def test_a_managed_agent_starts_with_what_bash_and_the_loader_read_made_inert(editor_factory, sandbox):
+    log = sandbox.base / "agent.log"
+    agent = {"cmd": [sys.executable, str(TESTS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(log)}}
+    for name in STARTUP_ENV:
+        sandbox.env.pop(name, None)
+    own = sandbox.base / "users_own_bash_env.sh"
+    own.write_text("")
+    sandbox.env["BASH_ENV"] = str(own)  # the user's own value stays
+    ed = editor_factory(setup={"agents": {"fake": agent}, "default_agent": "fake"})
+    ed.wait_state("running")
+    ed.nvim.command("Gemini")
+    wait_for(lambda: Path(f"{log}.env").exists(), what="the agent to start")
+    env = json.loads(Path(f"{log}.env").read_text())
+    assert {k: env[k] for k in STARTUP_ENV} == {**STARTUP_ENV, "BASH_ENV": str(own)}
+    # Its own key: its file names the agent, so its turns are its own whatever its env says.
+    assert env[KEY_ENV] != ed.env(KEY_ENV) and (read_key(env[KEY_ENV]) or (0, "", None))[2] == "fake"
+    ed.nvim.command("GeminiCompanion stop")
+    assert read_key(env[KEY_ENV]) is None  # the files go with the server
+
+
+# --- its Python or hook.py gone ----------------------------------------------------------------
+
+
+def test_with_its_python_or_hook_py_gone_it_exits_0_and_prints_an_empty_answer(ed, sandbox, open_base):
+    venv = open_base / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    ed.lua("vim.g.gemini_companion_python = ...", str(venv / "python"))  # what the settings name
+    python_gone = entries(ed, "gemini")
+    assert str(venv / "python") in python_gone[0]["command"]
+    ed.lua("require('gemini_companion.host').plugin = ...", str(open_base / "removed"))
+    hook_gone = entries(ed, "gemini")
+    shutil.rmtree(open_base / "venv")  # the venv removed (rebuilt elsewhere)
+    env = {**cli_env(sandbox), KEY_ENV: ed.env(KEY_ENV) or ""}
+    for entry in python_gone + hook_gone:
+        done = run_hook(entry["command"], env, sandbox.project, entry["env"])  # bounded: ends at once
+        assert (done.returncode, done.stdout, done.stderr) == (0, "{}\n", ""), done
+
+
+# --- paths a shell command cannot hold -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "where, bad",
+    [
+        ("plugin", "/tmp/$HOME"),
+        ("plugin", "/tmp/it's"),
+        ("plugin", '/tmp/a"b'),
+        ("plugin", "/tmp/a`id`"),
+        ("plugin", "/tmp/a\\b"),
+        ("plugin", "/tmp/line\nbreak"),
+        ("plugin", "relative/path"),
+        ("python", "/tmp/${PYTHON:-x}/python"),
+        ("python", "no-such-python-anywhere"),
+    ],
+)
+def test_a_path_no_command_can_hold_is_refused_in_one_line(ed, where, bad):
+    place = {"plugin": "require('gemini_companion.host').plugin", "python": "vim.g.gemini_companion_python"}[where]
+    hooks = ed.lua(f"{place} = ... return require('gemini_companion.changes').hooks('gemini')", bad)
+    assert hooks is None
+    said = [line for line in ed.messages().splitlines() if "turn hooks not registered" in line]
+    assert len(said) == 1 and bad.split("\n")[-1].split("/")[-1] in said[0], said  # the whole path, one line
+
+
+# --- settings written by earlier versions ------------------------------------------------------
+
+
+def test_qwen_session_defaults_hold_the_new_entry_once_not_an_inherited_one(editor_factory, sandbox):
+    old = {"hooks": [{"type": "command", "command": OLD_COMMAND.replace("turn-start", "turn-end"), "timeout": 7}]}
+    admins = {"hooks": [{"type": "command", "command": "echo admin"}]}
+    system = sandbox.base / "system-defaults.json"
+    system.write_text(json.dumps({"$version": 4, "hooks": {"Stop": [admins, old], "PreCompact": [old]}}))
+    sandbox.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(system)
+    ed = editor_factory(setup={})
+    ed.wait_state("running")
+    ed.lua("require('gemini_companion.qwen_defaults').ensure()")
+    hooks = json.loads(Path(ed.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())["hooks"]
+    assert hooks["Stop"][0] == admins and len(hooks["Stop"]) == 2
+    assert hooks["Stop"][1] == {"hooks": [entries(ed, "qwen")[2]]} and hooks["PreCompact"] == []
+
+
+def test_settings_an_earlier_version_wrote_are_named_by_health_and_replaced_by_enable_cli(ed, sandbox):
+    old = {"hooks": [{"type": "command", "command": OLD_COMMAND, "timeout": 60000}]}
+    mine = {"hooks": [{"type": "command", "command": "echo mine"}]}
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"hooks": {"BeforeAgent": [mine, old]}}))
+    ed.nvim.command("checkhealth gemini_companion")
+    report = "\n".join(ed.nvim.current.buffer[:])
+    assert f"WARNING Gemini CLI: {settings} holds turn hooks of another version of the plugin" in report, report
+    ed.nvim.command("GeminiCompanion enable-cli gemini")
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["BeforeAgent"] == [mine, {"hooks": [entries(ed, "gemini")[0]]}]
+    ed.nvim.command("GeminiCompanion disable-cli gemini")
+    assert json.loads(settings.read_text())["hooks"] == {"BeforeAgent": [mine]}
+
+
+def test_hook_py_posts_to_the_servers_hooks_path():
+    assert HOOKS_PATH == http_guard.HOOKS_PATH  # hook.py imports nothing of the plugin
+
+
+def test_a_crashed_neovims_key_file_is_swept(editor_factory):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    Path(key_dir()).mkdir(parents=True, exist_ok=True)
+    stale = Path(key_dir()) / f"{os.urandom(16).hex()}.json"
+    stale.write_text(json.dumps({"port": 1, "token": "t", "agent": None, "neovimCompanionPid": int(dead.stdout)}))
+    stale.chmod(0o600)
+    editor_factory().wait_state("running")
+    assert not stale.exists()
