@@ -149,12 +149,13 @@ end
 ---@return string
 function M.snippet(path, first, last, lines, filetype, prompt)
   local where = first == last and ('line %d'):format(first) or ('lines %d-%d'):format(first, last)
-  local fence = '```'
-  for _, line in ipairs(lines) do -- a fence the code cannot close
-    while line:find(fence, 1, true) do
-      fence = fence .. '`'
+  local longest = 2 -- a fence the code cannot close: longer than any run of backticks in it
+  for _, line in ipairs(lines) do
+    for run in line:gmatch('`+') do
+      longest = math.max(longest, #run)
     end
   end
+  local fence = ('`'):rep(longest + 1)
   -- "From": a prompt that starts with "/" (an absolute path) would be a slash command.
   local text = ('From %s (%s):\n%s%s\n%s\n%s\n'):format(
     M.text(M.display(path), true),

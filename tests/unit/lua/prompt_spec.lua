@@ -52,6 +52,14 @@ return {
       assert(not prompt.globbed(path, 'gemini'), path)
     end
   end,
+  the_fence_is_longer_than_any_backtick_run_in_the_code = function()
+    local run = ('`'):rep(100000) -- found in one pass: a quadratic search took seconds here
+    local text = prompt.snippet('/abs/a.md', 1, 2, { 'x ``` y', run }, 'markdown')
+    local fence = ('`'):rep(100001)
+    local want = ('From /abs/a.md (lines 1-2):\n%smarkdown\nx ``` y\n%s\n%s\n'):format(fence, run, fence)
+    assert(text == want, 'not fenced by 100001 backticks') -- (no 100 KB message)
+    equal(prompt.snippet('/abs/a.md', 1, 1, { 'plain' }, ''), 'From /abs/a.md (line 1):\n```\nplain\n```\n')
+  end,
   a_snippet_escapes_every_at_but_not_the_prompt = function()
     local text = prompt.snippet('/abs/a@b.py', 2, 3, { '@x', '```' }, 'python', 'see @y')
     equal(text, 'From /abs/a\\@b.py (lines 2-3):\n````python\n\\@x\n```\n````\nsee @y')
