@@ -297,3 +297,23 @@ def test_external_provider_hands_over_the_mapped_text(editor_factory, sandbox):
     lines, kind = editor.lua("return _G.copied[1]")
     text = snippet(HOSTILE_NAME, f"lines 1-{len(HOSTILE_LINES)}", HOSTILE_LINES, "python", "why")
     assert kind == "v" and "\n".join(lines) == text
+
+
+@pytest.mark.parametrize("kind", ["v", "\x16"])
+def test_a_visual_selection_keeps_a_nul_as_text(editor_factory, sandbox, kind):
+    """A characterwise or blockwise selection comes through getregion(), whose lines hold a NUL as
+    "\\n": it still arrives as the NUL's picture, never as a line break."""
+    log = sandbox.base / "agent.log"
+    editor = editor_factory(setup={"agents": {"fake": fake_agent(log)}, "default_agent": "fake"})
+    editor.wait_state("running")
+    path = sandbox.project / "nul.py"
+    path.write_bytes(b"xa\x00bc\nxd\x00e\n")
+    editor.nvim.command(f"edit {path}")
+    editor.nvim.command("Gemini")
+    wait_started(editor, log)
+    editor.nvim.command("wincmd p")
+    editor.nvim.input(f"gg0l{kind}j$\x1b")
+    editor.nvim.command("'<,'>GeminiSend")
+    wait_for(lambda: PASTE_END in received(log), what="the paste")
+    code = [b"a\x00bc", b"d\x00e" if kind == "\x16" else b"xd\x00e"]  # a block starts each line at column 2
+    assert pastes(received(log)) == [snippet(b"nul.py", "lines 1-2", code, "python").encode()]

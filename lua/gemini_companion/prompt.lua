@@ -182,7 +182,11 @@ function M.selection(opts)
   local from_visual = opts.range > 0 and vstart[2] == first and vend[2] == last
   if from_visual and vim.fn.visualmode() ~= 'V' and vim.fn.exists('*getregion') == 1 then
     local kind = vim.fn.visualmode()
-    return vim.fn.getregion(vstart, vend, { type = kind == '' and 'v' or kind }), first, last
+    local lines = vim.fn.getregion(vstart, vend, { type = kind == '' and 'v' or kind })
+    for i, line in ipairs(lines) do -- Vimscript lists hold a NUL as "\n"; the API's lines hold "\0"
+      lines[i] = line:gsub('\n', '\0')
+    end
+    return lines, first, last
   end
   if opts.range == 0 then
     first, last = 1, vim.api.nvim_buf_line_count(buf)
