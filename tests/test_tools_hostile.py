@@ -344,6 +344,217 @@ def test_a_file_that_is_not_utf8_is_answered_not_a_500(plain_tools, sandbox):
     assert read["text"] == "caf\ufffd \ufffd\ufffd"
 
 
+KEY = "-----BEGIN PRIVATE KEY----- SECRET_ROOT_SWAP"
+
+
+@pytest.fixture
+def nest(tmp_path: Path) -> Path:
+    """`ws/sub` (a folder of the workspace the agent writes) and `home` (outside, with a key and
+    an `f.txt` of its own)."""
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "ws" / "sub" / "f.txt").write_text(INSIDE)
+    (tmp_path / "home" / ".ssh").mkdir(parents=True)
+    (tmp_path / "home" / ".ssh" / "id_rsa").write_text(KEY)
+    (tmp_path / "home" / "f.txt").write_text(KEY)
+    (tmp_path / "home" / "sub").symlink_to(tmp_path / "home")  # for a swapped parent: home/sub/f.txt
+    return tmp_path
+
+
+@pytest.mark.parametrize("order", [("ws", "ws/sub"), ("ws/sub", "ws"), ("ws/sub",)])
+@pytest.mark.parametrize("swapped", ["ws/sub", "ws"])
+def test_a_root_or_its_parent_replaced_by_a_link_is_refused_not_followed(nest, order, swapped):
+    """Roots are resolved once, when set: the root (or a folder above it) replaced by a link to
+    the home folder afterwards moves no root. A path named through it is outside; one checked
+    before the swap is refused when read; swapped back, the same calls answer again."""
+    from gemini_companion.launch import clean_roots
+    from gemini_companion.tools import ToolError, confine, read_inside
+
+    roots = clean_roots([str(nest / root) for root in order])
+    checked = confine(str(nest / "ws" / "sub" / "f.txt"), roots)
+    assert read_inside(checked, roots) == INSIDE.encode()
+    real, parked = nest / swapped, nest / (swapped + ".parked")
+    os.rename(real, parked)
+    real.symlink_to(nest / "home")
+    for path in ("ws/sub/.ssh/id_rsa", "ws/sub/f.txt", "ws/sub/sub/.ssh/id_rsa"):
+        with pytest.raises(ToolError, match="outside the workspace"):
+            confine(str(nest / path), roots)
+    with pytest.raises(ToolError, match=r"changed while it was being opened \(a symlink appeared\)") as refused:
+        read_inside(checked, roots)
+    assert "\n" not in str(refused.value)
+    real.unlink()
+    os.rename(parked, real)
+    assert read_inside(confine(str(nest / "ws" / "sub" / "f.txt"), roots), roots) == INSIDE.encode()
+
+
+def test_a_single_root_swapped_in_a_race_never_yields_an_outside_byte(nest):
+    """The only root exchanged with a link to outside in a tight loop while the tools check and
+    read a file in it: every call gives the inside bytes or a one-line ToolError, never an
+    outside byte and never a bare OSError (resolving a name mid-swap raises one)."""
+    from gemini_companion.launch import clean_roots
+    from gemini_companion.tools import ToolError, confine, read_inside
+
+    exchange = renameat2_exchange()
+    if exchange is None:
+        pytest.skip("needs renameat2(RENAME_EXCHANGE)")
+    sub, other = nest / "ws" / "sub", nest / "ws" / "other"
+    other.symlink_to(nest / "home")
+    roots = clean_roots([str(sub)])
+    counts = {"inside": 0, "refused": 0}
+    with Swapper([(lambda: exchange(sub, other), BLIP), (lambda: exchange(sub, other), HOLD)]) as swapper:
+        for i in itertools.count():
+            if i >= 3000 and swapper.rounds > 100 and counts["inside"] and counts["refused"]:
+                break
+            assert i < 100_000, (counts, swapper.rounds)
+            try:
+                data = read_inside(confine("f.txt", roots), roots)
+            except ToolError as err:
+                assert "\n" not in str(err) and len(str(err)) < 400, str(err)
+                counts["refused"] += 1
+                continue
+            assert data == INSIDE.encode(), data[:100]
+            counts["inside"] += 1
+
+
+@pytest.mark.parametrize("single", [False, True], ids=["tab-root", "only-root"])
+def test_a_root_replaced_by_a_link_moves_nothing_end_to_end(editor, sandbox, outside, single):
+    """A tab's folder (`:tcd sub`, beside the project's root) or the only root (`:cd sub`) is
+    replaced by a link to a secret folder: no tool reads through it, none loads a buffer of it,
+    every refusal is one line."""
+    sub = sandbox.project / "sub"
+    sub.mkdir()
+    (sub / "secret.py").write_text(module(INSIDE))
+    if single:
+        editor.nvim.command(f"cd {sub}")
+    else:
+        editor.nvim.command("tabnew")
+        editor.nvim.command(f"tcd {sub}")
+    expected = [str(sub)] if single else [str(sandbox.project), str(sub)]
+    wait_for(lambda: editor.status()["workspace"] == expected, 30, f"the workspace {expected}: {editor.status()}")
+    os.rename(sub, sandbox.project / "sub.parked")
+    sub.symlink_to(outside)
+    tools = ToolsClient(editor.status())
+    for path in (str(sub / "secret.py"), "secret.py" if single else "sub/secret.py", str(sub / "d" / "race.py")):
+        for tool, extra in PATH_TOOLS.items():
+            result = tools.raw(tool, path=path, **extra)
+            text = result["content"][0]["text"]
+            assert SECRET not in text, (tool, path, text)
+            if tool != "get_diagnostics":
+                assert result.get("isError") and "outside the workspace" in text and "\n" not in text, (tool, text)
+    assert editor.lua(LOADED_WITH_SECRET, SECRET) is None
+
+
+def test_a_single_root_swapped_in_a_race_through_the_tools(editor, sandbox, outside):
+    """The only root (`:cd sub`) exchanged with a link to the secret folder in a loop while the
+    model reads and opens a file in it: never a byte of the secret, never a traceback's
+    `[Errno`, some calls answered."""
+    exchange = renameat2_exchange()
+    if exchange is None:
+        pytest.skip("needs renameat2(RENAME_EXCHANGE)")
+    sub, other = sandbox.project / "sub", sandbox.project / "other"
+    sub.mkdir()
+    (sub / "secret.py").write_text(module(INSIDE))
+    other.symlink_to(outside)
+    editor.nvim.command(f"cd {sub}")
+    wait_for(lambda: editor.status()["workspace"] == [str(sub)], 30, "the workspace [sub]")
+    tools = ToolsClient(editor.status())
+    refusals = 0
+    with Swapper([(lambda: exchange(sub, other), BLIP), (lambda: exchange(sub, other), HOLD)]) as swapper:
+        for tool in ("read_buffer", "open_file"):
+            answered = 0
+            for _ in range(60):
+                result = tools.raw(tool, path="secret.py")
+                text = result["content"][0]["text"]
+                assert SECRET not in text and "Errno" not in text and "\n" not in text, (tool, text)
+                if result.get("isError"):
+                    refusals += 1
+                elif INSIDE in (editor.lua(SHOWN) if tool == "open_file" else text):
+                    answered += 1
+                editor.lua(WIPE, r"secret%.py$")
+            assert answered > 0, tool
+    assert editor.lua(LOADED_WITH_SECRET, SECRET) is None
+    assert swapper.rounds > 20 and refusals > 0, (swapper.rounds, refusals)  # the swaps hit the calls
+
+
+# Files Neovim reads with a byte order mark ('bomb'), in every encoding that has one, and a few
+# without: open_file must load each (the buffer holds exactly the bytes tools.py read).
+UNICODE_FILES = {
+    "utf8_bom.txt": b"\xef\xbb\xbfabc\n",
+    "utf8_bom_only.txt": b"\xef\xbb\xbf",
+    "utf8_bom_newline.txt": b"\xef\xbb\xbf\n",
+    "utf8_bom_noeol.txt": b"\xef\xbb\xbfx\r\ny",
+    "utf16le.txt": "\ufeffhello\nw\u00f6rld\n".encode("utf-16-le"),
+    "utf16le_astral.txt": "\ufeffa\U0001f600b\n".encode("utf-16-le"),
+    "utf16le_bom_only.txt": "\ufeff".encode("utf-16-le"),
+    "utf16le_noeol.txt": "\ufeffhi".encode("utf-16-le"),
+    "utf16be.txt": "\ufeffhi \u00e9\n".encode("utf-16-be"),
+    "utf16be_astral_crlf.txt": "\ufeffa\r\n\U0001f600\r\n".encode("utf-16-be"),
+    "ucs4le.txt": "\ufeffhi\U0001f600\n".encode("utf-32-le"),
+    "ucs4be.txt": "\ufeffhi\n".encode("utf-32-be"),
+    "latin1.txt": b"caf\xe9\n",
+    "empty.txt": b"",
+    "newline.txt": b"\n",
+    "crlf_noeol.txt": b"a\r\nb",
+}
+# One tool call straight into tools.lua with the bytes given as what tools.py read; the reply it
+# would send the host, returned instead.
+CALL_WITH_BYTES = """
+local name, args = ...
+local host, got = require('gemini_companion.host'), nil
+local notify = host.notify
+host.notify = function(method, params)
+  if method == 'tool_result' and params.id == -7 then got = params else return notify(method, params) end
+end
+local ok, err = pcall(require('gemini_companion.tools').call, -7, name, args)
+host.notify = notify
+assert(ok, err)
+return got
+"""
+
+
+def test_files_with_a_byte_order_mark_are_opened(editor, plain_tools, sandbox):
+    for name, data in UNICODE_FILES.items():
+        (sandbox.project / name).write_bytes(data)
+    for name in UNICODE_FILES:
+        assert plain_tools("open_file", path=name) == {"opened": name, "line": 1}, name
+        read = plain_tools("read_buffer", path=name)  # the buffer answers: it holds the file's bytes
+        assert read["open_in_editor"] and not read["unsaved_edits"], (name, read)
+    fenc = "return {vim.bo[vim.fn.bufnr(...)].fileencoding, vim.bo[vim.fn.bufnr(...)].bomb}"
+    assert editor.lua(fenc, str(sandbox.project / "utf16be.txt")) == ["utf-16", True]
+    assert editor.lua(fenc, str(sandbox.project / "ucs4le.txt")) == ["ucs-4le", True]
+
+
+def variants(data: bytes) -> Iterator[bytes]:
+    """Bytes near `data` that are not it: each must be refused."""
+    yield data + b"\n"
+    yield data + b"\x00"
+    yield b"\n" + data
+    if data:
+        yield data[:-1]
+        yield data[1:]
+        yield data[:-1] + bytes([data[-1] ^ 1])
+        yield bytes([data[0] ^ 0x20]) + data[1:]
+    if len(data) >= 2:
+        yield bytes(data[i ^ 1] for i in range(len(data) & ~1)) + data[len(data) & ~1 :]  # other byte order
+    yield data.replace(b"\n", b"\r\n")
+    yield SECRET.encode()
+
+
+def test_a_buffer_is_kept_only_if_it_holds_exactly_the_bytes_read(editor, sandbox):
+    """tools.lua keeps the buffer it loads only when Neovim read exactly the bytes tools.py read:
+    for every file above the right bytes are accepted and every near miss (a byte more, less or
+    changed, the other byte order, other line endings) is refused and leaves no buffer."""
+    for name, data in UNICODE_FILES.items():
+        path = str(sandbox.project / name)
+        (sandbox.project / name).write_bytes(data)
+        roots = [str(sandbox.project)]
+        for wrong in {v for v in variants(data) if v != data}:
+            reply = editor.lua(CALL_WITH_BYTES, "open_file", {"path": path, "file": {"data": wrong}, "roots": roots})
+            assert reply["error"] == f"'{name}' changed while it was being opened", (name, wrong, reply)
+            assert editor.lua("return vim.fn.bufloaded(...)", path) == 0, (name, wrong)
+        reply = editor.lua(CALL_WITH_BYTES, "open_file", {"path": path, "file": {"data": data}, "roots": roots})
+        assert reply["result"] == {"opened": name, "line": 1}, (name, reply)
+
+
 def post(port: int, path: str, token: str, body: bytes, session: str | None = None) -> tuple[int, str, bytes]:
     headers = {
         "Authorization": f"Bearer {token}",

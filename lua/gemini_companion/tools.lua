@@ -70,37 +70,65 @@ local function loaded_buffer(path, roots)
   end
 end
 
---- The buffer's text as it would be written (line endings and final newline included).
----@param buf integer
----@param lines string[]
----@return string
-local function as_written(buf, lines)
-  local eol = vim.bo[buf].fileformat == 'dos' and '\r\n' or '\n'
-  local final = (vim.bo[buf].eol or vim.bo[buf].fixeol) and #lines > 0 and eol or ''
-  return table.concat(lines, eol) .. final
+-- The byte order mark Neovim reads and writes for each encoding that has one ('bomb').
+local BOM = {
+  ['utf-8'] = '\239\187\191',
+  ['utf-16'] = '\254\255',
+  ['utf-16le'] = '\255\254',
+  ['ucs-2'] = '\254\255',
+  ['ucs-2le'] = '\255\254',
+  ['ucs-4'] = '\0\0\254\255',
+  ['ucs-4le'] = '\255\254\0\0',
+}
+-- Neovim's big-endian 16-bit encodings: vim.iconv hands their names to the system's iconv,
+-- which makes them little-endian (with a BOM of its own for 'utf-16'). Converted to the
+-- little-endian twin here, then each pair of bytes swapped.
+local BIG_ENDIAN_16 = { ['utf-16'] = 'utf-16le', ['ucs-2'] = 'ucs-2le' }
+
+--- `text` (UTF-8) in the file encoding `fenc` as Neovim writes it, without a BOM; nil if it
+--- cannot be converted.
+---@param text string
+---@param fenc string
+---@return string?
+local function encode(text, fenc)
+  if fenc == 'utf-8' or text == '' then
+    return text
+  end
+  local twin = BIG_ENDIAN_16[fenc]
+  local out = vim.iconv(text, 'utf-8', twin or fenc)
+  if out and twin then
+    out = out:gsub('(.)(.)', '%2%1')
+  end
+  return out
 end
 
---- Whether Neovim read exactly `data` into `buf`: its reading undone (line endings, final
---- newline, encoding, byte order mark). Any doubt is a mismatch.
+--- Whether Neovim read exactly `data` into `buf`: its reading undone (byte order mark, line
+--- endings, final newline, encoding). Any doubt is a mismatch.
 ---@param buf integer
 ---@param data string
 ---@return boolean
 local function holds(buf, data)
   local bo = vim.bo[buf]
+  local fenc = bo.fileencoding ~= '' and bo.fileencoding or 'utf-8'
+  if bo.bomb then
+    local bom = BOM[fenc]
+    if not bom or data:sub(1, #bom) ~= bom then
+      return false
+    end
+    data = data:sub(#bom + 1)
+  end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  if data == '' then -- read as one empty line, like a lone newline
-    return #lines == 1 and lines[1] == ''
+  -- An empty file and a lone newline both read as one empty line; only the first has no bytes.
+  local nothing = #lines == 1
+    and lines[1] == ''
+    and vim.api.nvim_buf_call(buf, function()
+      return vim.fn.line2byte(2)
+    end) == -1
+  if nothing or data == '' then
+    return nothing and data == ''
   end
   local eol = ({ dos = '\r\n', mac = '\r' })[bo.fileformat] or '\n'
-  local text = table.concat(lines, eol) .. (bo.eol and eol or '')
-  local fenc = bo.fileencoding ~= '' and bo.fileencoding or 'utf-8'
-  if fenc ~= 'utf-8' then
-    text = vim.iconv(text, 'utf-8', fenc) or ''
-  end
-  if bo.bomb then
-    text = (vim.iconv('\239\187\191', 'utf-8', fenc) or '') .. text
-  end
-  return text == data
+  return encode(table.concat(lines, eol) .. (bo.eol and eol or ''), fenc) == data
 end
 
 --- Whether a loaded buffer answers for its file. Unsaved edits are the user's own text (Neovim
@@ -242,7 +270,7 @@ function handlers.read_buffer(args, done)
   local total = #lines
   local first = math.min(args.start_line or 1, math.max(total, 1))
   local last = math.min(args.end_line or total, total)
-  local unsaved = own and (disk == nil or disk ~= as_written(buf, lines)) or false
+  local unsaved = own and (disk == nil or not holds(buf, disk)) or false
   done({
     path = relative(args.path, args.roots),
     text = table.concat(vim.list_slice(lines, first, last), '\n'),

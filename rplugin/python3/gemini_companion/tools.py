@@ -7,8 +7,10 @@ without blocking (LSP requests are asynchronous) and answers with `tool_result`.
 here writes anything.
 
 A checked path can be swapped (a symlink, a directory) before it is read, so the bytes a tool
-gives are never read by path: `read_inside` opens the file one component at a time from the
-root's directory without following any link, and Lua gets those bytes (`file`) with the call.
+gives are never read by path: `read_inside` opens the file one component at a time from `/`,
+through the root as it was resolved when it was set (launch.clean_roots), without following any
+link, and Lua gets those bytes (`file`) with the call. A root is never resolved again: a root
+(or a folder above it) replaced by a link later is refused, never followed.
 Lua reads no file itself; where Neovim must load one (a language server needs a buffer) it keeps
 the buffer only if it holds exactly these bytes. Snippets of other files (an LSP definition's
 line) come from `read_inside` too, so a location outside the workspace never brings its text.
@@ -44,6 +46,9 @@ SNIPPET_CHARS = 500  # of a definition's or reference's line
 # Tools whose path names a file they read: Python reads it (read_inside) and hands Lua the bytes.
 READS = {"read_buffer", "open_file", "lsp_definition", "lsp_references", "lsp_hover", "lsp_document_symbols"}
 SNIPPETS = {"lsp_definition": "definitions", "lsp_references": "references"}
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# A folder on the way to a file: never a link; O_PATH (Linux) needs only search permission.
+FOLDER = (getattr(os, "O_PATH", 0) or os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC
 
 
 class ToolError(Exception):
@@ -110,20 +115,21 @@ def confine(path: Any, roots: list[str]) -> str:
 
 
 def _root_of(path: str, roots: list[str]) -> str | None:
-    """The (resolved) root `path` lies in, by name."""
+    """The root `path` lies in, by name. Roots are compared as stored (resolved once, when they
+    were set): resolving them again would follow a link swapped in for one since."""
     for root in roots:
-        real_root = os.path.realpath(root)
-        if path == real_root or path.startswith(real_root.rstrip(os.sep) + os.sep):
-            return real_root
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return root
     return None
 
 
 def read_inside(path: str, roots: list[str]) -> bytes:
     """The bytes of the regular file `path` (absolute, resolved: what `confine` returns), opened
-    from its root's directory one component at a time, never through a symlink (O_NOFOLLOW): a
-    link or directory swapped in after the check makes the open fail instead of leaving the
-    workspace. FIFOs and devices are refused without blocking (O_NONBLOCK, then fstat), large
-    files by size. ToolError (one line) for all of that."""
+    one component at a time from `/` through its root as stored, never through a symlink
+    (O_NOFOLLOW): a link or directory swapped in after the check, for a folder of the file or of
+    the root, makes the open fail instead of leaving the workspace. FIFOs and devices are refused
+    without blocking (O_NONBLOCK, then fstat), large files by size. ToolError (one line) for all
+    of that."""
     root = _root_of(path, roots)
     if root is None:
         raise ToolError(f"{quote(path)} is outside the workspace")
@@ -132,17 +138,12 @@ def read_inside(path: str, roots: list[str]) -> bytes:
     parts = [part for part in relative.split(os.sep) if part not in ("", ".")]
     if not parts or ".." in parts:
         raise ToolError(f"{name} is not a file")
-    cloexec = getattr(os, "O_CLOEXEC", 0)
-    try:
-        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | cloexec)
-    except OSError as err:
-        raise ToolError(f"the workspace folder cannot be opened: {err.strerror}") from None
-    folder = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec
-    leaf = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | cloexec
+    dir_fd = _open_root(root)
+    leaf = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | CLOEXEC
     try:
         for i, part in enumerate(parts):
             try:
-                fd = os.open(part, leaf if i == len(parts) - 1 else folder, dir_fd=dir_fd)
+                fd = os.open(part, leaf if i == len(parts) - 1 else FOLDER, dir_fd=dir_fd)
             except OSError as err:
                 raise ToolError(f"{name}: {_why(err, part, dir_fd)}") from None
             if i == len(parts) - 1:
@@ -172,6 +173,27 @@ def read_inside(path: str, roots: list[str]) -> bytes:
         os.close(fd)
 
 
+def _open_root(root: str) -> int:
+    """A descriptor of the folder `root` names, walked from `/` without following any link: the
+    root was resolved when it was set, so a link on its way now is one swapped in since."""
+    parts = [part for part in root.split(os.sep) if part]
+    if not os.path.isabs(root) or ".." in parts:
+        raise ToolError(f"the workspace folder {quote(root, 200)} is not a resolved path")
+    try:
+        dir_fd = os.open(os.sep, FOLDER)
+    except OSError as err:
+        raise ToolError(f"the workspace folder cannot be opened: {err.strerror}") from None
+    for part in parts:
+        try:
+            fd = os.open(part, FOLDER, dir_fd=dir_fd)
+        except OSError as err:
+            raise ToolError(f"the workspace folder {quote(root, 200)}: {_why(err, part, dir_fd)}") from None
+        finally:
+            os.close(dir_fd)
+        dir_fd = fd
+    return dir_fd
+
+
 def _why(err: OSError, part: str, dir_fd: int) -> str:
     """Why opening `part` (in `dir_fd`) failed, in words."""
     try:
@@ -191,6 +213,8 @@ def _file(path: str, roots: list[str]) -> dict[str, Any]:
         return {"data": read_inside(path, roots)}
     except ToolError as err:
         return {"error": str(err)}
+    except OSError as err:  # none is expected: still one line, never a traceback
+        return {"error": f"{quote(path, 200)}: {err.strerror or err}"}
 
 
 def _add_snippets(items: list[dict[str, Any]], roots: list[str]) -> None:
@@ -204,7 +228,7 @@ def _add_snippets(items: list[dict[str, Any]], roots: list[str]) -> None:
         if path not in lines:
             try:
                 lines[path] = read_inside(path, roots).decode("utf-8", "replace").split("\n")
-            except ToolError:
+            except (ToolError, OSError):  # no text then: the location stands alone
                 lines[path] = None
         found = lines[path]
         line = item.get("line")
