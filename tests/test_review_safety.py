@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import PYLSP, PYLSP_BIN, TIMEOUT, Editor, wait_for
+from conftest import NODE_DIR, PYLSP, PYLSP_BIN, TIMEOUT, Editor, NodeClient, client_env, wait_for
 from test_diff import Review, settle, write
 
 
@@ -557,6 +558,50 @@ def test_unusable_discovery_directories_fail_clearly_and_start_retries(editor_fa
     (sandbox.home / ".qwen" / "ide").unlink()
     editor.nvim.command("GeminiCompanion start")
     assert editor.wait_state("running")["discovery_files"]
+
+
+def break_dir(directory: Path, how: str) -> Callable[[], None]:
+    """Make a discovery directory unusable; returns how to fix it."""
+    if how == "a file":
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        directory.write_text("not a directory")
+        return directory.unlink
+    directory.mkdir(parents=True)  # "open to all": anyone could plant a file the CLI trusts
+    directory.chmod(0o777)
+    return lambda: directory.chmod(0o700)
+
+
+@pytest.mark.parametrize("how", ["a file", "open to all"])
+@pytest.mark.parametrize("picked_up_by", ["the periodic sweep", ":GeminiCompanion start"])
+def test_a_discovery_directory_fixed_at_run_time_is_picked_up(editor_factory, sandbox, how, picked_up_by):
+    if picked_up_by == "the periodic sweep":
+        sandbox.env["GEMINI_COMPANION_SWEEP_SECONDS"] = "1"
+    fix = break_dir(sandbox.qwen_dir, how)
+    editor = editor_factory()
+    status = editor.wait_state("running")  # Gemini CLI can find it: the server runs
+    assert len(status["discovery_errors"]) == 1, status
+    assert status["discovery_errors"][0].startswith("Qwen Code cannot find this server: "), status
+    lines = "\n".join(editor.lua("return require('gemini_companion').status_lines()"))
+    assert "Gemini CLI only" in lines and "Qwen Code only" not in lines, lines
+    lock = sandbox.qwen_dir / f"{status['port']}.lock"
+    assert not lock.exists()
+
+    fix()
+    if picked_up_by == ":GeminiCompanion start":
+        editor.nvim.command("GeminiCompanion start")
+    status = wait_for(lambda: not (s := editor.status())["discovery_errors"] and s, what="the error to go")
+    assert str(lock) in status["discovery_files"] and status["port"] == editor.status()["port"], "same server"
+    assert lock.stat().st_mode & 0o777 == 0o600
+    assert "only" not in "\n".join(editor.lua("return require('gemini_companion').status_lines()"))
+    node = str(NODE_DIR / "node_modules" / ".bin" / "node")  # the real Qwen client finds it now
+    client = NodeClient("qwen_client.mjs", client_env(editor), sandbox.project, node=node)
+    try:
+        assert client.call("connect")["status"] == "connected"
+    finally:
+        client.close()
+    assert editor.messages().count("Qwen Code cannot find this server") == 1, "said once, not at each retry"
+    editor.nvim.command("GeminiCompanion stop")
+    wait_for(lambda: not lock.exists(), what="the late file to be taken back at stop")
 
 
 # --- closeDiff with a bad path ---------------------------------------------------------------

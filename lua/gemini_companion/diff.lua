@@ -17,6 +17,11 @@
 --- - A proposal whose agent is gone (host died, client disconnected) with the user's edits is
 ---   "orphaned": it stays open; `:GeminiAccept!` writes it to the file as the user's own
 ---   write (the only time the plugin writes a target file), `:q` drops it.
+--- - A review is known here by its own handle. The host's id names it only to the host that
+---   opened it, while it is live: a restarted host numbers from 1 again, and its reviews never
+---   take an orphan's place. A new review of a file never replaces an orphan of it.
+--- - Commands act on the review the user is in (its buffer, else its tab), or the one named;
+---   with several candidates and none of them here, they ask instead of guessing.
 --- This module is the lifecycle (the accept / reject / orphan state machine and the public
 --- API); diff/view.lua renders, diff/disk.lua watches the file.
 local config = require('gemini_companion.config')
@@ -44,7 +49,9 @@ local M = {}
 ---@field first_change integer
 
 ---@class gemini_companion.Diff
----@field id integer
+---@field handle integer Ours, unique in this Neovim: what the review is known by here.
+---@field id integer The host's id: names the review to the host that opened it, only while it is live.
+---@field channel integer? The channel of the host that opened it.
 ---@field path string
 ---@field agent string? Who proposed it ("qwen (Qwen Code 0.24.4)").
 ---@field eol string
@@ -67,8 +74,22 @@ local M = {}
 ---@field return_to_terminal boolean They were typing in a terminal.
 ---@field done boolean
 
+--- Every open review, live or orphaned, by its handle. A new host numbers its reviews from
+--- 1 again, so the host's id never names an orphan (see `live`).
 ---@type table<integer, gemini_companion.Diff>
 local diffs = {}
+local last_handle = 0
+
+--- The live review the current host knows as `id`.
+---@param id any
+---@return gemini_companion.Diff?
+local function live(id)
+  for _, diff in pairs(diffs) do
+    if diff.id == id and not diff.orphaned and diff.channel == host.channel then
+      return diff
+    end
+  end
+end
 
 ---@param text string
 ---@param level? 'info'|'warn'|'error'
@@ -133,7 +154,7 @@ end
 ---@param outcome 'accepted'|'rejected'|'closed'
 local function finish(diff, outcome)
   diff.done = true
-  diffs[diff.id] = nil
+  diffs[diff.handle] = nil
   pcall(vim.api.nvim_del_augroup_by_id, diff.group)
   if diff.poll then
     diff.poll:stop()
@@ -156,6 +177,34 @@ local function check_stale(diff)
     view.set_headers(diff)
   end
   return diff.stale ~= nil
+end
+
+--- No agent waits for this proposal any more: keep it open with the user's text.
+---@param diff gemini_companion.Diff
+---@param why string
+local function orphan(diff, why)
+  if diff.orphaned then
+    return
+  end
+  diff.orphaned = why
+  for kind, buf in pairs({ original = diff.original, proposal = diff.proposal }) do
+    local old = diff.names[kind]
+    diff.names[kind] = old:gsub('^gemini://%a+', 'gemini://orphaned-' .. kind) -- first: BufFilePost checks it
+    if not view.rename(buf, diff.names[kind]) then
+      diff.names[kind] = old
+    end
+  end
+  vim.t[diff.tab].gemini_companion_orphaned = why
+  view.set_headers(diff)
+end
+
+--- A review whose host is not the current one (replaced before its exit was noticed) has
+--- nobody to answer it: orphan it rather than tell a new host an id it never gave.
+---@param diff gemini_companion.Diff
+local function orphan_if_gone(diff)
+  if not diff.orphaned and diff.channel ~= host.channel then
+    orphan(diff, 'the Python host is gone')
+  end
 end
 
 --- Write the proposal's bytes to `path` (an orphaned proposal's file, or a copy).
@@ -199,6 +248,7 @@ end
 ---@param diff gemini_companion.Diff
 ---@param force boolean
 local function accept(diff, force)
+  orphan_if_gone(diff)
   if diff.orphaned then
     if not force then
       notify(
@@ -235,6 +285,7 @@ end
 --- Reject the proposal; an orphaned one has nobody to tell and just closes.
 ---@param diff gemini_companion.Diff
 local function reject(diff)
+  orphan_if_gone(diff)
   if diff.orphaned then
     finish(diff, 'closed')
     return
@@ -461,14 +512,23 @@ end
 
 ---@param spec gemini_companion.DiffSpec
 local function open(spec)
-  local replaced = M.find(spec.path)
-  if replaced then
-    finish(replaced, 'closed') -- the Python side has told its client
+  for _, other in pairs(diffs) do
+    orphan_if_gone(other)
+  end
+  -- The host replaces its own review of a file (it has told that client); an orphan is
+  -- the user's to settle and stays.
+  for _, other in pairs(diffs) do
+    if other.path == spec.path and live(other.id) == other then
+      finish(other, 'closed')
+    end
   end
   track()
+  last_handle = last_handle + 1
   ---@type gemini_companion.Diff
   local diff = {
+    handle = last_handle,
     id = spec.id,
+    channel = host.channel,
     path = spec.path,
     agent = spec.agent,
     eol = spec.proposal.eol,
@@ -482,14 +542,14 @@ local function open(spec)
     names = {}, -- below: new_buffer may have had to add a number
     tick = 0,
     tab = 0,
-    group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. spec.id, { clear = true }),
+    group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. last_handle, { clear = true }),
     return_win = vim.api.nvim_get_current_win(),
     return_to_terminal = vim.api.nvim_get_mode().mode == 't',
     done = false,
   }
   diff.names =
     { original = vim.api.nvim_buf_get_name(diff.original), proposal = vim.api.nvim_buf_get_name(diff.proposal) }
-  diffs[diff.id] = diff
+  diffs[diff.handle] = diff
   view.set_text(diff.original, diff.current)
   vim.bo[diff.original].buftype = 'nofile'
   vim.bo[diff.original].modifiable = false
@@ -511,6 +571,7 @@ local function open(spec)
   attach(diff)
   disk.watch(diff, function()
     check_stale(diff)
+    orphan_if_gone(diff)
     if not diff.orphaned then -- Python reads the file again for the left side
       host.notify('diff_refresh', { id = diff.id })
     end
@@ -548,7 +609,7 @@ function M.open(spec)
   local ok, err = pcall(open, spec)
   if not ok then
     notify(('could not open the diff for %s: %s'):format(view.display(spec.path), err), 'error')
-    local diff = diffs[spec.id]
+    local diff = live(spec.id)
     if diff and not diff.done then
       reject(diff)
     elseif not diff then
@@ -561,32 +622,13 @@ end
 ---@param id integer
 ---@return string?
 function M.close(id)
-  local diff = diffs[id]
+  local diff = live(id)
   if not diff then
     return nil
   end
   local content = proposal_text(diff)
   finish(diff, 'closed')
   return content
-end
-
---- No agent waits for this proposal any more: keep it open with the user's text.
----@param diff gemini_companion.Diff
----@param why string
-local function orphan(diff, why)
-  if diff.orphaned then
-    return
-  end
-  diff.orphaned = why
-  for kind, buf in pairs({ original = diff.original, proposal = diff.proposal }) do
-    local old = diff.names[kind]
-    diff.names[kind] = old:gsub('^gemini://%a+', 'gemini://orphaned-' .. kind) -- first: BufFilePost checks it
-    if not view.rename(buf, diff.names[kind]) then
-      diff.names[kind] = old
-    end
-  end
-  vim.t[diff.tab].gemini_companion_orphaned = why
-  view.set_headers(diff)
 end
 
 --- The host is gone: every open proposal stays, orphaned.
@@ -603,7 +645,7 @@ end
 ---@param why? string
 function M.close_all(ids, why)
   for _, id in ipairs(ids) do
-    local diff = diffs[id]
+    local diff = live(id)
     if diff and why and edited(diff) then
       orphan(diff, why)
     elseif diff then
@@ -617,7 +659,7 @@ end
 ---@param original (gemini_companion.Text|{is_new: boolean})|nil
 ---@param problem string? Why the file cannot be shown any more.
 function M.original_changed(id, original, problem)
-  local diff = diffs[id]
+  local diff = live(id)
   if not diff then
     return
   end
@@ -635,28 +677,41 @@ function M.original_changed(id, original, problem)
   notify(('%s changed on disk: the diff now shows its new content'):format(view.display(diff.path)), 'warn')
 end
 
---- The open diff for `path`, if any.
+--- The open reviews (live and orphaned), oldest first; of `path` only if given.
+---@param path? string
+---@return gemini_companion.Diff[]
+local function ordered(path)
+  local real = path and vim.uv.fs_realpath(path)
+  local found = vim.tbl_filter(function(diff)
+    return not path or diff.path == path or diff.path == real
+  end, vim.tbl_values(diffs))
+  table.sort(found, function(a, b)
+    return a.handle < b.handle
+  end)
+  return found
+end
+
+--- The open review of `path`, if any: the live one, else the oldest orphan.
 ---@param path string
 ---@return gemini_companion.Diff?
 function M.find(path)
-  local real = vim.uv.fs_realpath(path)
-  for _, diff in pairs(diffs) do
-    if diff.path == path or diff.path == real then
+  local found = ordered(path)
+  for _, diff in ipairs(found) do
+    if not diff.orphaned then
       return diff
     end
   end
+  return found[1]
 end
 
 --- Paths of the open diffs that `keep` accepts (all by default), oldest first.
 ---@param keep? fun(diff: gemini_companion.Diff): boolean
 ---@return string[]
 local function paths(keep)
-  local ids = vim.tbl_keys(diffs)
-  table.sort(ids)
   local found = {}
-  for _, id in ipairs(ids) do
-    if not keep or keep(diffs[id]) then
-      table.insert(found, diffs[id].path)
+  for _, diff in ipairs(ordered()) do
+    if not keep or keep(diff) then
+      table.insert(found, diff.path)
     end
   end
   return found
@@ -676,30 +731,40 @@ function M.orphaned()
   end)
 end
 
---- The diff meant by a command argument: the named file, else the current tab's, else the only one.
+--- The review a command means: of those of the named file (else of all), the one whose
+--- buffer the user is in, else the one of their tab, else the only one. Never a guess:
+--- with several and none of them here, the user is asked to say which.
 ---@param file? string
 ---@return gemini_companion.Diff?
 local function target(file)
-  if file and file ~= '' then
-    local path = vim.fs.normalize(vim.fn.fnamemodify(file, ':p'))
-    local diff = M.find(path)
-    if not diff then
-      notify(('no open diff for %s'):format(file), 'error')
+  local named = file and file ~= ''
+  local candidates = ordered(named and vim.fs.normalize(vim.fn.fnamemodify(file, ':p')) or nil)
+  if #candidates == 0 then
+    notify(named and ('no open diff for %s'):format(file) or 'no open diff', 'error')
+    return nil
+  end
+  local buf, tab = vim.api.nvim_get_current_buf(), vim.api.nvim_get_current_tabpage()
+  for _, here in ipairs({
+    function(diff)
+      return diff.proposal == buf or diff.original == buf
+    end,
+    function(diff)
+      return diff.tab == tab
+    end,
+  }) do
+    local found = vim.tbl_filter(here, candidates)
+    if #found == 1 then
+      return found[1]
     end
-    return diff
   end
-  local tab = vim.api.nvim_get_current_tabpage()
-  local only
-  for _, diff in pairs(diffs) do
-    if diff.tab == tab then
-      return diff
-    end
-    only = only == nil and diff or false
+  if #candidates == 1 then
+    return candidates[1]
   end
-  if only then
-    return only
-  end
-  notify(only == nil and 'no open diff' or 'several diffs are open: name the file', 'error')
+  notify(
+    named and ('%d reviews of %s are open: use the command in the tab of the one you mean'):format(#candidates, file)
+      or 'several diffs are open: name the file, or use the command in its tab',
+    'error'
+  )
 end
 
 --- Accept a diff's proposal as it is now (:GeminiAccept[!]).
@@ -737,12 +802,12 @@ end
 
 --- Wipe `gemini://` buffers no diff owns, and tabs left with nothing but them.
 function M.sweep_stray()
-  local live = {}
+  local owned = {}
   for _, diff in pairs(diffs) do
-    live[diff.proposal], live[diff.original] = true, true
+    owned[diff.proposal], owned[diff.original] = true, true
   end
   local function stray(buf)
-    return not live[buf] and vim.api.nvim_buf_get_name(buf):match('^gemini://') ~= nil
+    return not owned[buf] and vim.api.nvim_buf_get_name(buf):match('^gemini://') ~= nil
   end
   for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
     local wins = vim.api.nvim_tabpage_list_wins(tab)

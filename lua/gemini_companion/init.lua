@@ -110,6 +110,18 @@ function M.status_lines()
   for i, problem in ipairs(s.discovery_errors or {}) do
     add(i == 1 and 'discovery errors' or '', problem)
   end
+  if s.running and #(s.discovery_errors or {}) > 0 then -- each error names the CLI it leaves out
+    local blocked = table.concat(s.discovery_errors, '\n')
+    local served = vim.tbl_filter(function(cli)
+      return not blocked:find(cli .. ' cannot find', 1, true)
+    end, { 'Gemini CLI', 'Qwen Code' })
+    add(
+      'serves',
+      ('%s only (a fixed directory is picked up by the next sweep, or by :GeminiCompanion start)'):format(
+        table.concat(served, ', ')
+      )
+    )
+  end
   if #s.clients == 0 then
     add('clients', 'none connected')
   end

@@ -108,6 +108,7 @@ class Companion:
     def _start(self, nvim_pid: int, workspace: list[str]) -> None:
         with self._lock:
             if self._state in ("starting", "running"):
+                self._retry_discovery()  # `:GeminiCompanion start` after fixing a directory
                 return
             self._nvim_pid = nvim_pid
             self._error = None
@@ -228,6 +229,9 @@ class Companion:
 
     def _sweep_loop(self, stopped: threading.Event) -> None:
         while not stopped.wait(SWEEP_SECONDS):
+            with self._lock:
+                if not stopped.is_set():
+                    self._retry_discovery()
             hook_keys.sweep_stale()
             swept = discovery.sweep_stale()
             if swept:
@@ -293,15 +297,30 @@ class Companion:
 
     # --- helpers ----------------------------------------------------------
 
-    def _advertise(self) -> None:
-        """(Re)write the discovery files and terminal environment; lock held."""
+    def _advertise(self, retry: bool = False) -> None:
+        """(Re)write the discovery files and terminal environment; lock held. Each error is
+        said once: a `retry` that changes nothing is quiet."""
         assert self._ad is not None
+        said = self._discovery_errors
         written, errors = discovery.write_all(self._ad)
-        self._files = written
-        self._discovery_errors = errors
-        self._push()
+        # A file written before whose directory fails now is still ours to remove.
+        kept = [path for path in self._files if path not in written and os.path.lexists(path)]
+        changed = (written + kept, errors) != (self._files, said)
+        self._files, self._discovery_errors = written + kept, errors
+        if changed or not retry:
+            self._push()
         for line in errors:
-            self._notify(line, "error")
+            if line not in said:
+                self._notify(line, "error")
+
+    def _retry_discovery(self) -> None:
+        """A discovery directory that was unusable may have been fixed since: write what is
+        missing, so that CLI finds us without a restart; lock held."""
+        if self._ad is None or not self._discovery_errors:
+            return
+        self._advertise(retry=True)
+        if not self._discovery_errors:
+            self._notify("every discovery file is written now: both CLIs can find the server", "info")
 
     def _write_hook_key(self, agent: str | None) -> str | None:
         """The hook key file for the terminals (None) or an agent; lock held. A failure costs

@@ -212,19 +212,20 @@ def stdio_command(discovery_file: Path) -> dict[str, Any]:
 
 
 def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
-    """Write the Gemini and Qwen files; return the paths written and one error line per failure."""
+    """Write the Gemini and Qwen files; return the paths written and one error line per
+    failure, naming the CLI that cannot find the server ("Qwen Code cannot find ...")."""
     written: list[Path] = []
     errors: list[str] = []
     targets = [
-        (gemini_dir(), gemini_file_name(ad.ide_pid, ad.port), ad.gemini_payload()),
-        (qwen_dir(), qwen_file_name(ad.port), ad.qwen_payload()),
+        ("Gemini CLI", gemini_dir(), gemini_file_name(ad.ide_pid, ad.port), ad.gemini_payload()),
+        ("Qwen Code", qwen_dir(), qwen_file_name(ad.port), ad.qwen_payload()),
     ]
-    for directory, name, payload in targets:
+    for cli, directory, name, payload in targets:
         try:
             ensure_dir(directory)
             written.append(write_secret_json(directory, name, payload))
         except DiscoveryError as err:
-            errors.append(str(err))
+            errors.append(f"{cli} cannot find this server: {err}")
     return written, errors
 
 
