@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import Sandbox, wait_for
+from conftest import Sandbox, git, wait_for
 from test_changes import a_turn
 from unit.test_snapshot import TURN, hooks_dir, hostile_config, hostile_repo, marker, no_marks, on_disk, state, write
 
@@ -105,3 +105,39 @@ def test_a_revert_never_reads_or_writes_through_what_an_agent_left(sandbox: Sand
         "pipe.txt": "is a fifo now: left as it is",
     }
     assert (outside / "f.txt").read_text() == "1\nTWO\n" and (outside / "secret.txt").read_text() == "outside\n"
+
+
+def test_a_changed_file_whose_name_holds_ex_commands_opens_as_itself(sandbox: Sandbox, editor_factory):
+    """Git allows a newline or `|` in a name: opening such an entry of :GeminiChanges runs nothing
+    (an Ex string with the name in it ran what followed the newline) and shows that very file."""
+    project = sandbox.project
+    ran = sandbox.base / "ran"
+    (project / ".x").write_text(f"call writefile([], '{ran}')\n")
+    names = ["notes\nso .x", "a|call writefile([], 'PWNED')", "%#~$HOME"]  # no slash can be in a name
+    for name in names:
+        (project / name).write_text("before\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    editor = editor_factory()
+    editor.wait_state("running")
+
+    def change() -> None:
+        for name in names:
+            (project / name).write_text("after\n")
+
+    turn = a_turn(editor, project, change)
+    assert sorted(f["path"] for f in turn["files"]) == sorted(names)
+    editor.nvim.command("GeminiChanges")
+    for index in range(1, len(names) + 1):
+        editor.nvim.command(f"cc {index}")
+        shown = wait_for(
+            lambda: editor.lua(
+                "for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do"
+                " if vim.w[w].gemini_changes_now then return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)) end"
+                " end"
+            ),
+            what="the file's window",
+        )
+        assert shown in {str(project / name) for name in names}
+    assert not ran.exists() and not (project / "PWNED").exists()

@@ -551,7 +551,10 @@ function M.read(buf)
         vim.api.nvim_win_close(other, false)
       end
     end
-    vim.cmd('rightbelow vsplit ' .. vim.fn.fnameescape(file))
+    -- The file by its buffer, never through an Ex string: a name may hold a newline or `|`.
+    vim.cmd('rightbelow vsplit')
+    vim.api.nvim_win_set_buf(0, vim.fn.bufadd(file))
+    vim.bo.buflisted = true
     vim.w.gemini_changes_now = true
     vim.cmd('diffthis')
     vim.cmd('wincmd p')
