@@ -116,7 +116,7 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     settings = sandbox.home / ".gemini" / "settings.json"
     before = settings.read_bytes()
     tui.ex("Gemini")
-    tui.wait_screen("[Y]es, (N)o")
+    tui.wait_screen("(Y)es, (N)o")  # no default button: <CR> is no answer
     tui.type("y")
     tui.wait_screen(READY)
     label = "gemini (Gemini CLI 0.61.0)"

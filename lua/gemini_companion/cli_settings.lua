@@ -1,14 +1,20 @@
 --- The CLIs' own user settings, written only with consent: `:GeminiCompanion enable-cli`
---- turns IDE mode on (`ide.enabled`, `ide.hasSeenNudge`) in the file the CLI itself reads,
---- merged atomically with everything in it, keeping its mode; `disable-cli` takes back exactly
---- what was written (a key we added is removed, a value we changed is restored). What was
---- written is remembered in Neovim's state directory. Gemini CLI has no other way for a normal
+--- turns IDE mode on (`ide.enabled`, `ide.hasSeenNudge`) in the file the CLI itself reads: only
+--- our keys' bytes change (settings_edit.py splices the text), through a symlink to its target,
+--- keeping owner, group and mode, refused for another user's or a read-only file; `disable-cli`
+--- takes back exactly what was written (a key we added is removed, a value we changed is
+--- restored: the original bytes when nothing else changed). What was written is remembered in
+--- Neovim's state directory, written before the file; our hook and tool entries are recognised
+--- without it. 'ask' writes only after an explicit Yes (no UI, <Esc>, <C-c>: no). Gemini CLI has no other way for a normal
 --- user (it ignores a system-defaults file it does not find root-owned); Qwen gets IDE mode per
 --- session anyway (qwen_defaults.lua), so its user file only matters for a Qwen started outside.
 local json_file = require('gemini_companion.json_file')
 local message = require('gemini_companion.message')
 
 local M = {}
+
+--- The variable our tool entries name: an entry whose URL holds it is ours, record or not.
+local MCP_URL = 'GEMINI_COMPANION_MCP_URL'
 
 M.clis = { 'gemini', 'qwen' }
 
@@ -22,7 +28,7 @@ M.clis = { 'gemini', 'qwen' }
 function M.wanted(cli)
   local want = { ['ide.enabled'] = true, ['ide.hasSeenNudge'] = true }
   if cli == 'gemini' then
-    local url, authorization = '${GEMINI_COMPANION_MCP_URL:-}', 'Bearer ${GEMINI_COMPANION_MCP_TOKEN:-}'
+    local url, authorization = '${' .. MCP_URL .. ':-}', 'Bearer ${GEMINI_COMPANION_MCP_TOKEN:-}'
     for name, server in pairs(require('gemini_companion.tools').servers(cli, url, authorization) or {}) do
       want['mcpServers.' .. name] = server
     end
@@ -113,23 +119,37 @@ local function edit(verb, cli)
   local script = host.root .. '/rplugin/python3/gemini_companion/settings_edit.py'
   local argv = { python, script, verb, M.path(cli), journal_path() }
   local want = verb == 'enable' and M.wanted(cli) or {}
-  for name, items in pairs(stale_hooks(json_file.read(M.path(cli)) or {}, want)) do
+  local settings = json_file.read(M.path(cli)) or {}
+  for name, items in pairs(stale_hooks(settings, want)) do
     for _, item in ipairs(items) do -- first: the list may then take the new entry
       table.insert(argv, name .. '=' .. vim.json.encode(item))
     end
   end
-  for name, value in pairs(want) do
-    table.insert(argv, name .. '=' .. vim.json.encode(value))
+  if verb == 'disable' then -- without a record (lost, or another Neovim's): what is plainly ours
+    for name, server in pairs(type(settings.mcpServers) == 'table' and settings.mcpServers or {}) do
+      if type(server) == 'table' and type(server.httpUrl) == 'string' and server.httpUrl:find(MCP_URL, 1, true) then
+        table.insert(argv, 'mcpServers.' .. name .. '~=' .. vim.json.encode(server))
+      end
+    end
+  end
+  local names = vim.tbl_keys(want)
+  table.sort(names) -- the same file whichever order `pairs` gives
+  for _, name in ipairs(names) do
+    table.insert(argv, name .. '=' .. vim.json.encode(want[name]))
   end
   local ok, result = pcall(function()
     return vim.system(argv, { text = true }):wait(10000)
   end)
   local decoded, out = pcall(vim.json.decode, ok and result.stdout or '')
   if not decoded or type(out) ~= 'table' then
-    return nil, ('cannot edit %s: %s'):format(M.path(cli), ok and vim.trim(result.stderr or '') or tostring(result))
+    local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
+    return nil, ('cannot edit %s: %s'):format(M.path(cli), why[#why])
   end
   if out.error then
     return nil, out.error
+  end
+  if out.warning then
+    message.notify(out.warning, 'warn')
   end
   return out.changes
 end
@@ -215,6 +235,18 @@ function M.cli_of(name, cmd)
   end
 end
 
+--- Consent is an answer: true only for an explicit Yes; false for No, <Esc> or <C-c>; nil
+--- when there is nobody to ask (headless, or --embed before a UI attached).
+---@param question string
+---@return boolean?
+local function yes(question)
+  if #vim.api.nvim_list_uis() == 0 then
+    return nil
+  end
+  local ok, choice = pcall(vim.fn.confirm, question, '&Yes\n&No', 0) -- no default: <CR> is no answer
+  return ok and choice == 1 or false
+end
+
 ---@param cli string
 ---@param declined? boolean
 local function remember_decline(cli, declined)
@@ -251,9 +283,14 @@ function M.before_start(cli, mode)
       'Gemini CLI connects to Neovim, and finds the editor tools, only through %s.\n'
       .. 'Write %s there? (:GeminiCompanion disable-cli undoes it)'
     ):format(path, table.concat(missing, ', '))
-    if vim.fn.confirm(question, '&Yes\n&No', 1) ~= 1 then
-      remember_decline(cli, true)
-      return message.brief('not changed; :GeminiCompanion enable-cli gemini does it later')
+    local answer = yes(question)
+    if not answer then
+      remember_decline(cli, answer == false or nil) -- no UI is no answer: asked again next time
+      local said = 'not changed; later: :GeminiCompanion enable-cli gemini'
+      if answer == nil then
+        return message.notify(said) -- nothing on screen: the whole line, in :messages
+      end
+      return message.brief(said)
     end
   end
   remember_decline(cli, nil)
@@ -262,6 +299,29 @@ function M.before_start(cli, mode)
     return message.brief(err or '?', 'error')
   end
   message.brief(('IDE mode and editor tools set in %s (:GeminiCompanion disable-cli undoes it)'):format(path))
+end
+
+--- A running Gemini CLI keeps the settings it started with and writes them back whole when it
+--- saves one of its own (`/vim`, `/model`, a theme: measured with 0.61.0), bringing back what
+--- disable-cli took out. Name the agents of that CLI Neovim runs, to restart.
+---@param cli 'gemini'|'qwen'
+local function still_held(cli)
+  local agents = package.loaded['gemini_companion.agents'] -- none ran otherwise
+  local names = {}
+  for _, item in ipairs(agents and agents.list() or {}) do
+    local agent = agents.get(item.name)
+    if agent and agent.cli == cli then
+      table.insert(names, item.name)
+    end
+  end
+  if #names > 0 then
+    message.notify(
+      ('%s still runs with the old settings and writes them back if it saves one: /quit it, start anew'):format(
+        table.concat(names, ', ')
+      ),
+      'warn'
+    )
+  end
 end
 
 --- `:GeminiCompanion enable-cli|disable-cli [cli]`
@@ -275,7 +335,7 @@ function M.command(verb, cli)
     if
       verb == 'enable'
       and M.ide_enabled(name) == false
-      and vim.fn.confirm(('%s: you turned IDE mode off. Turn it on?'):format(M.path(name)), '&Yes\n&No', 2) ~= 1
+      and not yes(('%s: you turned IDE mode off. Turn it on?'):format(M.path(name)))
     then
       message.notify(('%s: left as it is (ide.enabled: false)'):format(M.path(name)))
     else
@@ -287,6 +347,9 @@ function M.command(verb, cli)
         message.notify(('%s: nothing to change'):format(M.path(name)))
       else
         message.notify(('%s: %s'):format(M.path(name), table.concat(changes, ', ')))
+        if verb == 'disable' then
+          still_held(name)
+        end
       end
     end
   end

@@ -2,85 +2,264 @@
 
 `python settings_edit.py enable SETTINGS JOURNAL KEY=JSON...` sets each dotted KEY to the JSON
 value (`KEY+=JSON` appends the value to the list at KEY instead: hook arrays keep the user's
-entries; `KEY-=JSON` takes that exact entry out of the list at KEY: cli_settings.lua names the
-entries of ours an earlier version wrote); `python settings_edit.py disable SETTINGS JOURNAL
-[KEY-=JSON...]` takes back everything enabled in that file, and those entries. Either prints
-{"changes": [...]} or {"error": "..."}. The file keeps its key order, indentation style (2
-spaces), mode and every other key; it is replaced atomically. The journal (JSON, 0600)
-remembers, per settings file and key, the value before we set it (absent or a value) and the
-value we wrote: `disable` restores a key only while it still holds ours (a value the user
-changed since is theirs). Standard library only: this runs in the plugin's venv Python, outside
-the host.
+entries; `KEY-=JSON` takes that exact entry out of the list at KEY, `KEY~=JSON` takes KEY out
+while it holds exactly JSON: cli_settings.lua names what it recognises as ours without a record);
+`python settings_edit.py disable SETTINGS JOURNAL [KEY-=JSON|KEY~=JSON...]` takes back
+everything enabled in that file, and those. Prints {"changes": [...]} or {"error": "..."}
+(one line; never a traceback).
+
+The user's text is edited, never re-serialised: each change is a splice of the bytes at one
+key or list item, written in the file's own style (indentation, line ending, separators), so
+every byte outside our keys stays, and `disable` after `enable` gives the original bytes back.
+A symlinked file is edited through the link (its target is replaced, the link stays); the
+target keeps its mode and group; a file (or, new, a directory) of another user, a read-only
+file or anything but a regular file is refused with nothing changed. The journal (JSON, 0600,
+in Neovim's state directory) remembers per settings file and key what was there before (its
+exact text) and what we wrote; it is written before the settings file and put back if that
+write fails, so neither changes alone. Standard library only: this runs in the plugin's venv
+Python, outside the host.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from typing import Any
 
 ABSENT = {"absent": True}
 
 
-def load(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return {}
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise SystemExit(json.dumps({"error": f"{path} is not plain JSON (comments?): nothing was changed"})) from None
-    if not isinstance(value, dict):
-        raise SystemExit(json.dumps({"error": f"{path} does not hold a JSON object: nothing was changed"}))
-    return value
+class Refused(Exception):
+    """A one-line reason; nothing was changed."""
 
 
-def save(path: str, value: dict[str, Any]) -> None:
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(value, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+# --- the text, with where each value is -----------------------------------------------------
 
 
-def get(tree: dict[str, Any], keys: list[str]) -> Any:
-    node: Any = tree
-    for key in keys:
-        if not isinstance(node, dict) or key not in node:
-            return ABSENT
-        node = node[key]
-    return node
+@dataclass
+class Node:
+    start: int
+    end: int
+    kind: str  # object, array or scalar
+    members: list[tuple[str, int, int, Node]] = field(default_factory=list)  # key, its start and end, value
+    items: list[Node] = field(default_factory=list)
 
 
-def put(tree: dict[str, Any], keys: list[str], value: Any) -> None:
-    node = tree
-    for key in keys[:-1]:
-        if not isinstance(node.get(key), dict):
-            node[key] = {}
-        node = node[key]
-    if value == ABSENT:
-        node.pop(keys[-1], None)
-        if not node and len(keys) > 1:
-            put(tree, keys[:-1], ABSENT)  # drop the object we emptied
-    else:
-        node[keys[-1]] = value
+def parse(text: str) -> Node:
+    """Spans of an already validated JSON text (json.loads accepted it)."""
+    pos = 0
+
+    def skip() -> None:
+        nonlocal pos
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+
+    def string() -> str:
+        nonlocal pos
+        start = pos
+        pos += 1
+        while text[pos] != '"':
+            pos += 2 if text[pos] == "\\" else 1
+        pos += 1
+        decoded: str = json.loads(text[start:pos])
+        return decoded
+
+    def value() -> Node:
+        nonlocal pos
+        skip()
+        start = pos
+        if text[pos] == "{":
+            node = Node(start, 0, "object")
+            pos += 1
+            skip()
+            while text[pos] != "}":
+                key_start = pos
+                key = string()
+                key_end = pos
+                skip()
+                pos += 1  # the colon
+                node.members.append((key, key_start, key_end, value()))
+                skip()
+                if text[pos] == ",":
+                    pos += 1
+                    skip()
+        elif text[pos] == "[":
+            node = Node(start, 0, "array")
+            pos += 1
+            skip()
+            while text[pos] != "]":
+                node.items.append(value())
+                skip()
+                if text[pos] == ",":
+                    pos += 1
+                    skip()
+        elif text[pos] == '"':
+            string()
+            return Node(start, pos, "scalar")
+        else:
+            while pos < len(text) and text[pos] not in " \t\r\n,]}":
+                pos += 1
+            return Node(start, pos, "scalar")
+        pos += 1
+        node.end = pos
+        return node
+
+    return value()
+
+
+class Doc:
+    """The settings text and the edits on it; every edit re-reads the spans."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text if text.strip() else "{}" + ("\n" if not text else text)
+        self.eol = "\r\n" if "\r\n" in self.text else "\n"
+        self.unit = self._unit()
+
+    def _unit(self) -> str:
+        """The file's indentation step: the smallest indentation of a line."""
+        lines = [line for line in self.text.splitlines()[1:] if line.strip()]
+        found = [line[: len(line) - len(line.lstrip(" \t"))] for line in lines]
+        found = [lead for lead in found if lead]
+        return min(found, key=len) if found else "  "
+
+    def root(self) -> Node:
+        return parse(self.text)
+
+    def splice(self, start: int, end: int, new: str) -> None:
+        self.text = self.text[:start] + new + self.text[end:]
+
+    def value(self, node: Node) -> Any:
+        return json.loads(self.text[node.start : node.end])
+
+    def find(self, keys: list[str]) -> list[Node]:
+        """The nodes along `keys` from the root, as far as objects hold them (the last wins)."""
+        chain = [self.root()]
+        for key in keys:
+            node = chain[-1]
+            found = [member for member in node.members if member[0] == key] if node.kind == "object" else []
+            if not found:
+                break
+            chain.append(found[-1][3])
+        return chain
+
+    def indent_at(self, pos: int) -> str:
+        line = self.text[self.text.rfind("\n", 0, pos) + 1 : pos]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    def dump(self, value: Any, indent: str, inline: bool, colon: str = ": ") -> str:
+        if inline:
+            return json.dumps(value, separators=(", ", colon))
+        return json.dumps(value, indent=self.unit, separators=(",", colon)).replace("\n", self.eol + indent)
+
+    def colon(self, node: Node) -> str:
+        """The file's own `key: value` separator, from a member of `node` (or the first found)."""
+        for candidate in [node, self.root()]:
+            if candidate.members:
+                _, _, key_end, value = candidate.members[0]
+                return self.text[key_end : value.start]
+        return ": "
+
+    @staticmethod
+    def spans(container: Node) -> list[tuple[int, int]]:
+        """Where each member (from its key) or item of `container` starts and ends."""
+        if container.kind == "object":
+            return [(m[1], m[3].end) for m in container.members]
+        return [(item.start, item.end) for item in container.items]
+
+    def insert(self, container: Node, key: str | None, value: Any) -> None:
+        """Add a member (key) or an item (key None) at the end of `container`, in its style."""
+        spans = self.spans(container)
+        entries, ends = [span[0] for span in spans], [span[1] for span in spans]
+        colon = self.colon(container)
+        if entries:
+            before = self.text[: entries[-1]]
+            lead = before[max(before.rfind(","), before.rfind("{"), before.rfind("[")) + 1 :]
+            if not lead and len(entries) == 1 and " " in colon:
+                lead = " "  # `{"a": 1}`: the file's own spacing, as far as it shows
+            inline = "\n" not in lead
+            body = self.dump(value, self.indent_at(entries[-1]), inline, colon)
+            self.splice(ends[-1], ends[-1], "," + lead + (json.dumps(key) + colon if key is not None else "") + body)
+            return
+        inline = "\n" not in self.text
+        outer = self.indent_at(container.start)
+        inner = outer + self.unit
+        body = self.dump(value, inner, inline, colon)
+        entry = (json.dumps(key) + colon if key is not None else "") + body
+        wrapped = entry if inline else self.eol + inner + entry + self.eol + outer
+        self.splice(container.start + 1, container.end - 1, wrapped)
+
+    def drop(self, container: Node, index: int) -> None:
+        """Take out member or item `index` with exactly one separator and its lead."""
+        spans = self.spans(container)
+        if len(spans) == 1:
+            self.splice(container.start + 1, container.end - 1, "")
+        elif index == len(spans) - 1:
+            self.splice(spans[index - 1][1], spans[index][1], "")
+        else:
+            self.splice(spans[index][0], spans[index + 1][0], "")
+
+    def set(self, keys: list[str], value: Any, raw: str | None = None) -> str | None:
+        """Put `value` (or the exact text `raw`) at `keys`; the dotted prefix it created, if any."""
+        chain = self.find(keys)
+        if len(chain) == len(keys) + 1:
+            node, parent = chain[-1], chain[-2]
+            member = next(m for m in parent.members if m[3].start == node.start)
+            new = raw if raw is not None else self.dump(value, self.indent_at(member[1]), "\n" not in self.text)
+            self.splice(node.start, node.end, new)
+            return None
+        parent = chain[-1]
+        if parent.kind != "object":
+            raise Refused(f"{'.'.join(keys[: len(chain) - 1])} is not an object: nothing was changed")
+        nested: Any = value
+        for key in reversed(keys[len(chain) :]):
+            nested = {key: nested}
+        key = keys[len(chain) - 1]
+        self.insert(parent, key, nested)
+        return ".".join(keys[: len(chain)])
+
+    def remove_key(self, keys: list[str], created: str | None) -> None:
+        """Take out `keys`, then each object above it left empty, up to `created` (the first
+        key we added there; None: none)."""
+        depth = len(keys)
+        floor = len(created.split(".")) if created else depth
+        while depth >= floor:
+            chain = self.find(keys[:depth])
+            if len(chain) != depth + 1:
+                return
+            node = chain[-1]
+            if depth < len(keys) and (node.kind != "object" or node.members):
+                return
+            parent = chain[-2]
+            self.drop(parent, [m[3].start for m in parent.members].index(node.start))
+            depth -= 1
+
+    def remove_item(self, keys: list[str], value: Any, created: str | None, every: bool) -> bool:
+        """Take `value` out of the list at `keys` (once, or `every` time); a list left empty goes
+        with its emptied parents up to `created`."""
+        done = False
+        while True:
+            chain = self.find(keys)
+            node = chain[-1]
+            if len(chain) != len(keys) + 1 or node.kind != "array":
+                return done
+            matches = [i for i, item in enumerate(node.items) if self.value(item) == value]
+            if not matches:
+                break
+            self.drop(node, matches[-1])
+            done = True
+            if not every:
+                break
+        node = self.find(keys)[-1]
+        if done and created and node.kind == "array" and not node.items:
+            self.remove_key(keys, created)
+        return done
+
+
+# --- the operations --------------------------------------------------------------------------
 
 
 def describe(value: Any) -> str:
@@ -89,95 +268,257 @@ def describe(value: Any) -> str:
     return "{…}" if isinstance(value, dict) else json.dumps(value)
 
 
-def entry(recorded: Any) -> dict[str, Any]:
-    """A journal entry; early journals kept only the value before, and we always wrote true."""
-    if isinstance(recorded, dict) and set(recorded) in ({"before", "wrote"}, {"appended", "created"}):
-        return recorded
-    return {"before": recorded, "wrote": True}
+def get(doc: Doc, keys: list[str]) -> Any:
+    chain = doc.find(keys)
+    return doc.value(chain[-1]) if len(chain) == len(keys) + 1 else ABSENT
 
 
-def assign(settings: dict[str, Any], record: dict[str, Any], name: str, value: Any) -> str | None:
+def entry(recorded: Any, name: str) -> dict[str, Any]:
+    """A journal entry in today's shape; older versions kept less (the value before only, or
+    `created` as a boolean) and dropped every object their removal left empty."""
+    if not isinstance(recorded, dict) or not ({"before", "wrote"} <= set(recorded) or "appended" in recorded):
+        recorded = {"before": recorded, "wrote": True}
+    recorded = dict(recorded)
+    if not isinstance(recorded.get("created"), (str, type(None))):
+        recorded["created"] = name.split(".")[0] if recorded["created"] else None
+    if "appended" not in recorded and "created" not in recorded and recorded["before"] == ABSENT:
+        recorded["created"] = name.split(".")[0]
+    return recorded
+
+
+def assign(doc: Doc, record: dict[str, Any], name: str, value: Any) -> str | None:
     keys = name.split(".")
-    now = get(settings, keys)
+    now = get(doc, keys)
     if now == value:
         return None
-    before = entry(record[name])["before"] if name in record else now
-    record[name] = {"before": before, "wrote": value}
-    put(settings, keys, value)
+    chain = doc.find(keys)
+    raw = doc.text[chain[-1].start : chain[-1].end] if now != ABSENT else None
+    created = doc.set(keys, value)
+    if name in record:  # ours already, set again: what was there before us stays the record
+        record[name] = {**entry(record[name], name), "wrote": value}
+    else:
+        record[name] = {"before": now, "before_text": raw, "wrote": value, "created": created}
     return f"{name}: {describe(now)} -> {describe(value)}"
 
 
-def unassign(settings: dict[str, Any], name: str, recorded: dict[str, Any]) -> str | None:
+def unassign(doc: Doc, name: str, recorded: dict[str, Any]) -> str | None:
     keys = name.split(".")
-    now = get(settings, keys)
+    now = get(doc, keys)
     if now != recorded["wrote"]:  # a value changed since is the user's now
         return None
-    put(settings, keys, recorded["before"])
-    return f"{name}: {describe(now)} -> {'(removed)' if recorded['before'] == ABSENT else describe(recorded['before'])}"
+    before = recorded["before"]
+    if before == ABSENT:
+        doc.remove_key(keys, recorded.get("created"))
+        return f"{name}: {describe(now)} -> (removed)"
+    raw = recorded.get("before_text")
+    doc.set(keys, before, raw if isinstance(raw, str) and json.loads(raw) == before else None)
+    return f"{name}: {describe(now)} -> {describe(before)}"
 
 
-def append(settings: dict[str, Any], record: dict[str, Any], name: str, value: Any) -> str | None:
+def append(doc: Doc, record: dict[str, Any], name: str, value: Any) -> str | None:
     keys = name.split(".")
-    now = get(settings, keys)
+    now = get(doc, keys)
     if now != ABSENT and not isinstance(now, list):
         return None  # not a list: the user's, left alone
     if now != ABSENT and value in now:
         return None
-    put(settings, keys, ([] if now == ABSENT else now) + [value])
-    record[name + "+"] = {"appended": value, "created": now == ABSENT}
+    if now == ABSENT:
+        created = doc.set(keys, [value])
+    else:
+        created = None
+        doc.insert(doc.find(keys)[-1], None, value)
+    record[name + "+"] = {"appended": value, "created": created}
     return f"{name}: + one entry"
 
 
-def remove(settings: dict[str, Any], name: str, value: Any) -> str | None:
-    """Take `value` out of the list at `name`; a list left empty goes (it held only ours)."""
-    keys = name.split(".")
-    now = get(settings, keys)
-    if not isinstance(now, list) or value not in now:
-        return None
-    rest = [item for item in now if item != value]
-    put(settings, keys, rest or ABSENT)
-    return f"{name}: - one entry"
-
-
-def unappend(settings: dict[str, Any], name: str, recorded: dict[str, Any]) -> str | None:
-    keys = name.split(".")
-    now = get(settings, keys)
-    if not isinstance(now, list) or recorded["appended"] not in now:
-        return None
-    rest = [item for item in now if item != recorded["appended"]]
-    put(settings, keys, ABSENT if not rest and recorded["created"] else rest)
-    return f"{name}: - one entry"
-
-
-def main() -> None:
-    verb, path, journal_path, *wanted = sys.argv[1:]
-    settings = load(path)
-    journal = load(journal_path)
+def main(argv: list[str]) -> dict[str, Any]:
+    verb, path, journal_path, *wanted = argv
+    if verb not in ("enable", "disable"):
+        raise Refused(f"unknown verb {verb!r}")
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    original = read_settings(path, target)
+    doc = Doc(original)
+    journal, journal_text, damaged = read_journal(journal_path)
+    if damaged and verb == "enable":
+        raise Refused(
+            f"{damaged}; delete it (disable-cli still removes the entries it recognises): nothing was changed"
+        )
     record: dict[str, Any] = journal.setdefault(path, {})
+    if not isinstance(record, dict):
+        record = journal[path] = {}
     changed: list[str | None] = []
     if verb == "disable":
-        for name, recorded in list(record.items()):
+        for name, recorded in reversed(list(record.items())):
             del record[name]
             if name.endswith("+"):
-                changed.append(unappend(settings, name[:-1], entry(recorded)))
+                got = entry(recorded, name[:-1])
+                done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], every=False)
+                changed.append(f"{name[:-1]}: - one entry" if done else None)
             else:
-                changed.append(unassign(settings, name, entry(recorded)))
+                changed.append(unassign(doc, name, entry(recorded, name)))
     for item in wanted:
         name, _, encoded = item.partition("=")
         value = json.loads(encoded)
-        if name.endswith("-"):  # `key-`: an entry of ours taken out of the list there
-            changed.append(remove(settings, name[:-1], value))
+        if name.endswith("-"):  # `key-`: entries of ours taken out of the list there
+            keys = name[:-1].split(".")
+            done = doc.remove_item(keys, value, keys[0], every=True)
+            changed.append(f"{name[:-1]}: - one entry" if done else None)
+        elif name.endswith("~"):  # `key~`: a key of ours, while it holds exactly that
+            keys = name[:-1].split(".")
+            if get(doc, keys) == value:
+                doc.remove_key(keys, keys[0])
+                changed.append(f"{name[:-1]}: (removed)")
         elif verb == "enable" and name.endswith("+"):  # `key+`: appended to the list there
-            changed.append(append(settings, record, name[:-1], value))
+            changed.append(append(doc, record, name[:-1], value))
         elif verb == "enable":
-            changed.append(assign(settings, record, name, value))
+            changed.append(assign(doc, record, name, value))
     changes = [line for line in changed if line]
-    if changes:
-        save(path, settings)
     if not record:
         journal.pop(path, None)
-    save(journal_path, journal)
-    print(json.dumps({"changes": changes}, ensure_ascii=False))
+    if changes:
+        json.loads(doc.text)  # our edit is JSON, or nothing is written
+        commit(path, target, doc.text, journal_path, journal, journal_text, damaged)
+    out: dict[str, Any] = {"changes": changes}
+    if damaged:
+        out["warning"] = f"{damaged}; removed what is recognisable as ours"
+    return out
 
 
-main()
+# --- files -----------------------------------------------------------------------------------
+
+
+def owner(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def read_settings(path: str, target: str) -> str:
+    """The settings text, after the checks that make writing it the user's own act."""
+    where = path if target == path else f"{path} (a link to {target})"
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        if target != path:
+            raise Refused(f"{where} points at nothing: nothing was changed") from None
+        ancestor = os.path.dirname(target)
+        while not os.path.isdir(ancestor) and ancestor != os.path.dirname(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        if os.stat(ancestor).st_uid != os.geteuid():
+            raise Refused(
+                f"{ancestor} belongs to {owner(os.stat(ancestor).st_uid)}, not to you ({owner(os.geteuid())}): "
+                "run Neovim as that user; nothing was changed"
+            ) from None
+        return ""
+    if not stat.S_ISREG(st.st_mode):
+        raise Refused(f"{where} is not a regular file: nothing was changed")
+    if st.st_uid != os.geteuid():
+        raise Refused(
+            f"{where} belongs to {owner(st.st_uid)}, not to you ({owner(os.geteuid())}): "
+            "run Neovim as that user; nothing was changed"
+        )
+    if not st.st_mode & stat.S_IWUSR:
+        raise Refused(f"{where} is read-only: nothing was changed")
+    with open(target, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text, parse_constant=no_constant) if text.strip() else {}
+    except ValueError:
+        raise Refused(f"{path} is not plain JSON (comments?): nothing was changed") from None
+    except RecursionError:
+        raise Refused(f"{path} is nested too deeply: nothing was changed") from None
+    if text.strip() and not isinstance(value, dict):
+        raise Refused(f"{path} does not hold a JSON object: nothing was changed")
+    return text
+
+
+def no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")  # Python reads NaN and Infinity; the CLIs do not
+
+
+def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
+    """The journal, its bytes (None: no file) and why it cannot be used (None: it can)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return {}, None, None
+    except OSError as e:
+        return {}, None, f"gemini-companion's own record {path} cannot be read ({e.strerror})"
+    try:
+        value = json.loads(data.decode("utf-8")) if data.strip() else {}
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return {}, data, f"gemini-companion's own record {path} is damaged"
+    return value, data, None
+
+
+def replace(path: str, data: bytes, mode: int, group: int | None = None) -> None:
+    """Write `data` beside `path`, with `mode` (and `group`), and rename it into place."""
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if group is not None and os.fstat(f.fileno()).st_gid != group:
+                os.fchown(f.fileno(), -1, group)
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def commit(
+    path: str,
+    target: str,
+    text: str,
+    journal_path: str,
+    journal: dict[str, Any],
+    journal_before: bytes | None,
+    damaged: str | None,
+) -> None:
+    """The journal first, then the settings; the journal is put back if the settings fail."""
+    if not damaged:
+        try:
+            os.makedirs(os.path.dirname(journal_path), mode=0o700, exist_ok=True)
+            replace(journal_path, json.dumps(journal, indent=2).encode() + b"\n", 0o600)
+        except OSError as e:
+            raise Refused(
+                f"cannot write gemini-companion's own record {journal_path} ({e.strerror}): nothing was changed"
+            ) from None
+    try:
+        if target == path:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        try:
+            st: os.stat_result | None = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        replace(target, text.encode("utf-8"), st.st_mode & 0o7777 if st else 0o600, st.st_gid if st else None)
+    except OSError as e:
+        if not damaged:
+            try:
+                if journal_before is None:
+                    os.unlink(journal_path)
+                else:
+                    replace(journal_path, journal_before, 0o600)
+            except OSError:
+                pass
+        raise Refused(f"cannot write {target} ({e.strerror}): nothing was changed") from None
+
+
+if __name__ == "__main__":
+    try:
+        result = main(sys.argv[1:])
+    except Refused as e:
+        result = {"error": str(e)}
+    except Exception as e:  # noqa: BLE001 - one line to the user, whatever happened
+        result = {"error": f"cannot edit the settings: {type(e).__name__}: {e}".splitlines()[0]}
+    print(json.dumps(result))

@@ -125,6 +125,18 @@ return {
     assert(cli_settings.disable('gemini'))
     assert(vim.deep_equal(read(path), vim.empty_dict()) or next(read(path)) == nil)
   end,
+  enable_then_disable_gives_back_the_same_bytes = function()
+    local text = '{\r\n\t"theme": "x",\r\n\t"n": 1.0e3,\r\n\t"s": "\\u00e9",\r\n\t"ide": {}\r\n}'
+    local path = fresh(nil)
+    local file = assert(io.open(path, 'wb'))
+    file:write(text)
+    file:close()
+    assert(cli_settings.enable('gemini'))
+    local enabled = require('gemini_companion.files').read(path)
+    assert(enabled:find('\r\n\t\t"enabled": true', 1, true) and not enabled:find('[^\r]\n'), enabled)
+    assert(cli_settings.disable('gemini'))
+    assert(require('gemini_companion.files').read(path) == text, require('gemini_companion.files').read(path))
+  end,
   a_file_with_comments_is_left_alone = function()
     local path = fresh('{\n  // mine\n  "a": 1\n}')
     local changes, err = cli_settings.enable('gemini')

@@ -1,0 +1,496 @@
+"""The user's CLI settings file is theirs (issue 21): enable-cli / disable-cli edit through links,
+keep owner, group and mode, refuse what the user's own CLI could not read back (another user's
+file, a read-only file, an unwritable place), change only our keys byte for byte in every
+formatting style, keep the record (journal) and the file in step, find our entries without a
+record, and write nothing without an explicit yes. settings_edit.py is run as cli_settings.lua
+runs it (its own process, real files, real uids through setpriv); the Lua side in a real Neovim."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, Editor, wait_for
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, terminal_env, tmux_available
+
+SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "settings_edit.py"
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+HOOK = {"hooks": [{"type": "command", "name": "gemini-companion", "command": "declare -p X || exit 0; run"}]}
+SERVER = {"httpUrl": "${GEMINI_COMPANION_MCP_URL:-}", "headers": {"Authorization": "Bearer ${T:-}"}, "trust": True}
+# What cli_settings.lua passes for Gemini, in its (sorted) order.
+WANT = [
+    f"hooks.AfterAgent+={json.dumps(HOOK)}",
+    f"hooks.BeforeAgent+={json.dumps(HOOK)}",
+    "ide.enabled=true",
+    "ide.hasSeenNudge=true",
+    f"mcpServers.neovim={json.dumps(SERVER)}",
+    f"mcpServers.neovim-open={json.dumps({**SERVER, 'trust': False, 'includeTools': ['open_file']})}",
+]
+
+
+def edit(verb: str, settings: Path, journal: Path, *wanted: str, user: list[str] | None = None) -> dict[str, Any]:
+    argv = [*(user or []), sys.executable, str(SCRIPT), verb, str(settings), str(journal), *wanted]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stderr == "", run.stderr  # never a traceback
+    assert len(run.stdout.splitlines()) == 1, run.stdout
+    return json.loads(run.stdout)
+
+
+def snapshot(path: Path) -> tuple[bytes, int, int, int]:
+    st = os.lstat(path)
+    return path.read_bytes(), st.st_mode, st.st_uid, st.st_gid
+
+
+# --- only our keys change, in every style ---------------------------------------------------------
+
+CORPUS = {
+    "two spaces": '{\n  "model": {\n    "name": "gemini-2.5-pro"\n  },\n  "theme": "Dracula"\n}\n',
+    "four spaces": '{\n    "theme": "x",\n    "ui": {\n        "hideBanner": true\n    }\n}\n',
+    "tabs": '{\n\t"theme": "x",\n\t"ide": {\n\t\t"hasSeenNudge": false\n\t}\n}\n',
+    "crlf": '{\r\n  "theme": "x",\r\n  "hooks": {\r\n    "BeforeAgent": []\r\n  }\r\n}\r\n',
+    "no final newline": '{\n  "theme": "x"\n}',
+    "one line": '{"theme": "x", "ide": {"enabled": true}}',
+    "minified": '{"a":1,"b":[1,2,3],"ide":{}}',
+    "numbers": '{\n  "n": 1.0e3,\n  "m": 10.50,\n  "k": -0.0,\n  "big": 12345678901234567890\n}\n',
+    "escapes": '{\n  "s": "caf\\u00e9 \\ud83d\\ude00 \\/ \\"q\\"",\n  "\\u0041": "k\\u00e9y",\n  "raw": "日本"\n}\n',
+    "lone surrogate": '{\n  "s": "\\ud800",\n  "\\udfff": 1\n}\n',
+    "inline arrays": '{\n  "excluded": ["a", "b"],\n  "o": {"x": 1, "y": [ ]},\n  "e": {}\n}\n',
+    "key order": '{\n  "zeta": 1,\n  "mcpServers": {\n    "mine": {"command": "x"}\n  },\n  "alpha": 2\n}\n',
+    "users hooks": (
+        '{\n  "hooks": {\n    "BeforeAgent": [\n      {"hooks": [{"type": "command", "command": "echo mine"}]}\n'
+        "    ]\n  }\n}\n"
+    ),
+    "spaced colon": '{\n  "a" : 1 ,\n  "b" : { "c" : 2 }\n}\n',
+    "trailing spaces": '{  \n  "a": 1  \n}  \n\n',
+    "users own server": '{\n  "mcpServers": {\n    "neovim": { "command": "mine" }\n  }\n}\n',
+    "duplicate key": '{\n  "ide": {"enabled": false},\n  "ide": {}\n}\n',
+    "empty object": "{}",
+    "empty file": "",
+}
+
+
+def our_keys_hold(value: dict[str, Any]) -> bool:
+    return (
+        value["ide"]["enabled"] is True
+        and value["ide"]["hasSeenNudge"] is True
+        and value["mcpServers"]["neovim"] == SERVER
+        and HOOK in value["hooks"]["BeforeAgent"]
+        and HOOK in value["hooks"]["AfterAgent"]
+    )
+
+
+def without_ours(value: Any) -> Any:
+    """`value` with what enable adds taken out (and the objects it created that way)."""
+    value = json.loads(json.dumps(value))
+    for group, names in (("ide", ("enabled", "hasSeenNudge")), ("mcpServers", ("neovim", "neovim-open"))):
+        for name in names:
+            value.get(group, {}).pop(name, None)
+    for event in ("BeforeAgent", "AfterAgent"):
+        hooks = value.get("hooks", {})
+        if event in hooks:
+            hooks[event] = [item for item in hooks[event] if item != HOOK]
+    for group in ("ide", "mcpServers", "hooks"):  # what enable created, whole
+        for name, inner in list(value.get(group, {}).items()):
+            if inner == []:
+                del value[group][name]
+        if value.get(group) == {}:
+            del value[group]
+    return value
+
+
+@pytest.mark.parametrize("style", list(CORPUS))
+def test_enable_touches_only_our_keys_and_disable_gives_back_every_byte(tmp_path, style):
+    text = CORPUS[style]
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
+    settings.write_bytes(text.encode("utf-8", "surrogatepass"))
+    original = settings.read_bytes()
+    out = edit("enable", settings, journal, *WANT)
+    assert "error" not in out, out
+    enabled = settings.read_bytes()
+    value = json.loads(enabled)
+    assert our_keys_hold(value), value
+    assert edit("enable", settings, journal, *WANT)["changes"] == []  # idempotent
+    if text.strip():
+        # Every byte of the user's stays where it was: the edit only inserts, except where a key of
+        # ours already held another value (then that value's bytes, and only those, are replaced).
+        a, b = original.decode("utf-8", "surrogatepass"), enabled.decode("utf-8", "surrogatepass")
+        for op, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if op in ("replace", "delete"):
+                assert a[i1:i2].strip() in ("false", "true", "", "}", '"command": "mine" }'), (op, a[i1:i2], b)
+        eol = "\r\n" if "\r\n" in a else "\n"
+        assert b.count("\n") == b.count(eol), "one line ending"
+        assert without_ours(value) == without_ours(json.loads(original or b"{}")) or style == "duplicate key"
+    assert len(edit("disable", settings, journal)["changes"]) >= 5
+    if text.strip():
+        assert settings.read_bytes() == original
+    else:
+        assert json.loads(settings.read_bytes()) == {}
+    assert not journal.exists() or str(settings) not in json.loads(journal.read_text())
+
+
+def test_a_change_of_the_users_in_between_stays_and_the_rest_comes_back(tmp_path):
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_text('{\n\t"theme": "x",\n\t"n": 1.50\n}\n')
+    edit("enable", settings, journal, *WANT)
+    text = settings.read_text().replace('"theme": "x"', '"theme": "Dracula"')  # the user's edit
+    text = text.replace('"hasSeenNudge": true', '"hasSeenNudge": false')  # theirs now
+    settings.write_text(text)
+    edit("disable", settings, journal)
+    assert (
+        settings.read_text()
+        == '{\n\t"theme": "Dracula",\n\t"n": 1.50,\n\t"ide": {\n\t\t"hasSeenNudge": false\n\t}\n}\n'
+    )
+
+
+# --- links, owners, modes ---------------------------------------------------------------------
+
+
+def test_a_stow_style_link_is_edited_through_and_stays_a_link(tmp_path):
+    dotfiles = tmp_path / "dotfiles" / "gemini" / ".gemini"
+    dotfiles.mkdir(parents=True)
+    target = dotfiles / "settings.json"
+    target.write_text('{\n    "theme": "x"\n}\n')
+    target.chmod(0o640)
+    os.chown(target, -1, 65534)
+    home = tmp_path / "home" / ".gemini"
+    home.mkdir(parents=True)
+    link = home / "settings.json"
+    link.symlink_to(os.path.relpath(target, home))  # what stow makes: a relative link
+    before = snapshot(target)
+    journal = tmp_path / "journal.json"
+    assert edit("enable", link, journal, *WANT)["changes"]
+    assert link.is_symlink() and os.readlink(link) == os.path.relpath(target, home)
+    assert our_keys_hold(json.loads(target.read_text()))
+    st = target.stat()
+    assert (st.st_mode, st.st_uid, st.st_gid) == before[1:]
+    assert sorted(p.name for p in home.iterdir()) == ["settings.json"]  # no copy, no temporary left
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["settings.json"]
+    edit("disable", link, journal)
+    assert link.is_symlink() and snapshot(target) == before
+
+
+def test_a_linked_directory_and_a_chain_of_links_are_followed(tmp_path):
+    real = tmp_path / "store" / "abc-home-manager-files" / ".gemini"
+    real.mkdir(parents=True)
+    (real / "settings.json").write_text('{"a": 1}')
+    (tmp_path / "middle.json").symlink_to(real / "settings.json")
+    (tmp_path / ".gemini").symlink_to(tmp_path / "store")  # a linked directory too
+    link = tmp_path / "settings.json"
+    link.symlink_to(tmp_path / "middle.json")
+    journal = tmp_path / "journal.json"
+    edit("enable", link, journal, "ide.enabled=true")
+    assert link.is_symlink() and (tmp_path / "middle.json").is_symlink()
+    assert (real / "settings.json").read_text() == '{"a": 1, "ide": {"enabled": true}}'
+    edit("disable", link, journal)
+    assert (real / "settings.json").read_text() == '{"a": 1}'
+
+
+def refused(out: dict[str, Any], *words: str) -> None:
+    assert set(out) == {"error"}, out
+    assert "\n" not in out["error"] and "nothing was changed" in out["error"], out
+    for word in words:
+        assert word in out["error"], out
+
+
+def test_a_read_only_file_and_a_link_to_nothing_are_refused(tmp_path):
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_text('{"a": 1}')
+    settings.chmod(0o444)
+    before = snapshot(settings)
+    refused(edit("enable", settings, journal, *WANT), "read-only")
+    assert snapshot(settings) == before and not journal.exists()
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "nowhere" / "settings.json")
+    refused(edit("enable", dangling, journal, *WANT), "points at nothing")
+    assert dangling.is_symlink() and not (tmp_path / "nowhere").exists() and not journal.exists()
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    refused(edit("enable", fifo, journal, *WANT), "not a regular file")
+
+
+def test_another_users_file_or_directory_is_refused_as_root(tmp_path):
+    assert os.geteuid() == 0, "the suite runs as root: sudo nvim with the user's HOME"
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_text('{"a": 1}')
+    os.chown(settings, 65534, 65534)
+    before = snapshot(settings)
+    for verb in ("enable", "disable"):
+        refused(edit(verb, settings, journal, *WANT), "belongs to nobody (uid 65534)", "root (uid 0)")
+    assert snapshot(settings) == before and not journal.exists()
+    link = tmp_path / "link.json"  # through a link of root's, the target's owner counts
+    link.symlink_to(settings)
+    refused(edit("enable", link, journal, *WANT), "belongs to nobody")
+    home = tmp_path / "home"  # no file yet: a new one would be root's in the user's directory
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    refused(edit("enable", home / ".gemini" / "settings.json", journal, *WANT), "belongs to nobody")
+    assert list(home.iterdir()) == [] and not journal.exists()
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A directory outside pytest's private tmp, so that nobody can reach it."""
+    path = Path(tempfile.mkdtemp(prefix="settings-safety-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_as_the_owner_an_unwritable_place_is_refused_and_the_record_is_put_back(shared):
+    state = shared / "state"
+    state.mkdir()
+    os.chown(state, 65534, 65534)
+    journal = state / "journal.json"
+    locked = shared / "locked"  # the user's file in a directory they cannot write: no atomic replace
+    locked.mkdir()
+    settings = locked / "settings.json"
+    settings.write_text('{"a": 1}\n')
+    os.chown(settings, 65534, 65534)
+    before = snapshot(settings)
+    refused(edit("enable", settings, journal, *WANT, user=NOBODY), "cannot write", str(settings), "Permission denied")
+    assert snapshot(settings) == before and not journal.exists()  # the record written first is taken back
+    # An earlier record stays exactly as it was.
+    journal.write_text('{"other": {"ide.enabled": {"before": {"absent": true}, "wrote": true}}}\n')
+    os.chown(journal, 65534, 65534)
+    record = journal.read_bytes()
+    refused(edit("enable", settings, journal, *WANT, user=NOBODY), "cannot write")
+    assert journal.read_bytes() == record and snapshot(settings) == before
+    # The state directory unwritable: nothing is written at all.
+    os.chown(journal, 0, 0)
+    os.chown(state, 0, 0)
+    home = shared / "home"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    mine = home / "settings.json"
+    mine.write_text('{"a": 1}\n')
+    os.chown(mine, 65534, 65534)
+    os.chown(home, 65534, 65534)
+    before = snapshot(mine)
+    refused(edit("enable", mine, journal, *WANT, user=NOBODY), "gemini-companion's own record", str(journal))
+    assert snapshot(mine) == before and journal.read_bytes() == record
+    # And when it all can be written, as the owner: owner, group and mode kept.
+    os.chown(state, 65534, 65534)
+    os.chown(journal, 65534, 65534)
+    mine.chmod(0o604)
+    assert edit("enable", mine, journal, *WANT, user=NOBODY)["changes"]
+    st = mine.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o604)
+    edit("disable", mine, journal, user=NOBODY)
+    assert snapshot(mine) == (before[0], before[1] & ~0o777 | 0o604, 65534, 65534)
+
+
+# --- no traceback, for any input -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'{"a": 1, // mine\n}', "not plain JSON"),
+        (b"\xff\xfe{}", "not plain JSON"),
+        (b'{"a": "\xc3"}', "not plain JSON"),
+        (b"[1, 2]", "does not hold a JSON object"),
+        (b"[" * 100000 + b"]" * 100000, "nothing was changed"),
+        (b'{"ide": true}', "ide is not an object"),
+        (b'{"hooks": {"AfterAgent": 3}}', ""),
+        (b"\xef\xbb\xbf{}", "not plain JSON"),
+        (b'{"a": NaN}', "not plain JSON"),
+        (b'{"a": -Infinity}', "not plain JSON"),
+    ],
+)
+def test_any_settings_content_is_one_line_and_changes_nothing(tmp_path, content, why):
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_bytes(content)
+    out = edit("enable", settings, journal, *WANT)
+    if "error" in out:
+        refused(out, why)
+        assert settings.read_bytes() == content and not journal.exists()
+    else:  # a list that is not a list of ours is the user's: left alone, the rest written
+        assert json.loads(settings.read_bytes())["hooks"]["AfterAgent"] == 3
+        edit("disable", settings, journal)
+        assert settings.read_bytes() == content
+
+
+# --- the record ------------------------------------------------------------------------------------
+
+
+def test_older_records_are_still_taken_back(tmp_path):
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    old_hook = {"hooks": [{"type": "command", "command": "old", "timeout": 60000}]}
+    settings.write_text(
+        json.dumps({"a": 1, "ide": {"enabled": True, "hasSeenNudge": True}, "hooks": {"AfterAgent": [old_hook]}})
+    )
+    journal.write_text(
+        json.dumps(
+            {
+                str(settings): {
+                    "ide.enabled": {"absent": True},  # the first versions: the value before only
+                    "ide.hasSeenNudge": {"before": {"absent": True}, "wrote": True},
+                    "hooks.AfterAgent+": {"appended": old_hook, "created": True},
+                }
+            }
+        )
+    )
+    assert len(edit("disable", settings, journal)["changes"]) == 3
+    assert json.loads(settings.read_text()) == {"a": 1}
+    assert not journal.exists() or str(settings) not in json.loads(journal.read_text())
+
+
+def test_an_older_record_set_again_keeps_what_was_there_before(tmp_path):
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_text('{"ide": {"enabled": 1}}')  # the first versions wrote true over the user's 1
+    journal.write_text(json.dumps({str(settings): {"ide.enabled": 1}}))
+    settings.write_text('{"ide": {"enabled": true}}')
+    edit("enable", settings, journal, "ide.enabled=false")  # ours still, set again
+    edit("enable", settings, journal, "ide.enabled=true")
+    edit("disable", settings, journal)
+    assert settings.read_text() == '{"ide": {"enabled": 1}}'
+
+
+def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_path):
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "cli-settings.json"
+    settings.write_text('{\n  "a": 1\n}\n')
+    edit("enable", settings, journal, *WANT)
+    enabled = settings.read_bytes()
+    journal.write_bytes(journal.read_bytes()[:40])  # truncated
+    out = edit("enable", settings, journal, *WANT)
+    refused(out, "gemini-companion's own record", str(journal), "damaged")
+    assert "not plain JSON" not in out["error"] and settings.read_bytes() == enabled
+    # disable without a usable record: what cli_settings.lua recognises as ours still goes.
+    out = edit(
+        "disable",
+        settings,
+        journal,
+        f"hooks.AfterAgent-={json.dumps(HOOK)}",
+        f"mcpServers.neovim~={json.dumps(SERVER)}",
+    )
+    assert "gemini-companion's own record" in out["warning"] and str(journal) in out["warning"]
+    value = json.loads(settings.read_text())
+    assert "AfterAgent" not in value["hooks"] and "neovim" not in value["mcpServers"]
+
+
+# --- the Lua side: recognising ours without a record, and consent --------------------------------
+
+
+def gemini_settings_path(editor: Editor) -> Path:
+    return Path(editor.lua("return require('gemini_companion.cli_settings').path('gemini')"))
+
+
+def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory, sandbox):
+    ed = editor_factory()
+    path = gemini_settings_path(ed)
+    path.parent.mkdir(parents=True)
+    original = '{\n  "theme": "x",\n  "mcpServers": {\n    "mine": {"command": "x"}\n  }\n}\n'
+    path.write_text(original)
+    assert ed.lua("return require('gemini_companion.cli_settings').enable('gemini')")
+    journal = sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json"
+    assert journal.exists()
+    journal.unlink()  # lost (or written by another Neovim)
+    changes = ed.lua("return require('gemini_companion.cli_settings').disable('gemini')")
+    assert changes and all("ide." not in line for line in changes), changes
+    value = json.loads(path.read_text())
+    assert value.get("hooks") is None and value["mcpServers"] == {"mine": {"command": "x"}}, value
+    assert value["ide"] == {"enabled": True, "hasSeenNudge": True}  # could be the user's: kept
+
+
+def test_ask_without_a_ui_is_no_and_says_how_in_one_line(editor_factory):
+    ed = editor_factory({"cli_settings": "ask"})
+    path = gemini_settings_path(ed)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"a": 1}')
+    assert ed.lua("return #vim.api.nvim_list_uis()") == 0  # --embed --headless, no UI attached
+    ed.lua("require('gemini_companion.cli_settings').before_start('gemini', 'ask')")
+    assert path.read_text() == '{"a": 1}'
+    said = [line for line in ed.messages().splitlines() if "enable-cli" in line]
+    assert len(said) == 1 and "not changed" in said[0], ed.messages()
+    ed.lua("require('gemini_companion.cli_settings').command('enable', 'gemini')")  # the explicit command
+    assert json.loads(path.read_text())["ide"]["enabled"] is True
+    path.write_text('{"ide": {"enabled": false}}')  # turned off by the user: asking again needs a UI
+    ed.lua("require('gemini_companion.cli_settings').command('enable', 'gemini')")
+    assert path.read_text() == '{"ide": {"enabled": false}}'
+
+
+@pytest.mark.parametrize(
+    ("key", "written"), [("<Esc>", False), ("<C-c>", False), ("n", False), ("<CR>", False), ("y", True)]
+)
+def test_only_an_explicit_yes_writes(editor_factory, key, written):
+    ed = editor_factory({"cli_settings": "ask"})
+    path = gemini_settings_path(ed)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"a": 1}')
+    ed.nvim.ui_attach(80, 24, ext_linegrid=True)
+    ed.lua("vim.g.asked = nil")
+    ed.nvim.exec_lua(
+        "require('gemini_companion.cli_settings').before_start('gemini', 'ask'); vim.g.asked = true", async_=True
+    )
+    wait_for(lambda: ed.nvim.api.get_mode()["mode"] == "r?", what="the question up")
+    ed.nvim.input(key)
+    wait_for(lambda: ed.lua("return vim.g.asked"), what="the question answered")
+    assert (path.read_text() != '{"a": 1}') == written
+
+
+# --- a running CLI and what disable-cli took out ---------------------------------------------------
+
+
+@pytest.mark.skipif(not tmux_available(), reason="tmux")
+def test_the_real_gemini_writes_back_what_disable_cli_took_out_when_it_saves_a_setting(sandbox):
+    """The fact disable-cli warns about, measured: Gemini CLI 0.61.0 keeps the user settings it
+    started with and writes them back whole when it saves one of its own (`/vim` here)."""
+    gemini_settings(sandbox.home)
+    settings = sandbox.home / ".gemini" / "settings.json"
+    journal = sandbox.base / "journal.json"
+    assert edit("enable", settings, journal, *WANT)["changes"]
+    env = terminal_env(sandbox, "http://127.0.0.1:9")  # no model is asked
+    socket = sandbox.base / "tmux.sock"
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True, env=env).stdout
+
+    tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(sandbox.project), str(GEMINI_BIN))
+    try:
+        wait_for(lambda: READY in tmux("capture-pane", "-p"), E2E_TIMEOUT, "Gemini's prompt")
+        assert edit("disable", settings, journal)["changes"]
+        assert "mcpServers" not in json.loads(settings.read_text())
+        tmux("send-keys", "-l", "/vim")
+        wait_for(lambda: "/vim" in tmux("capture-pane", "-p"), E2E_TIMEOUT, "the command typed")
+        tmux("send-keys", "Enter")
+        saved = wait_for(
+            lambda: "vimMode" in (text := settings.read_text()) and json.loads(text), E2E_TIMEOUT, "a save"
+        )
+        assert "neovim" in saved["mcpServers"] and saved["ide"]["enabled"] is True, saved
+    finally:
+        tmux("kill-server")
+
+
+def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):
+    package = sandbox.base / "gemini-cli"  # a stand-in install: the plugin knows Gemini by its package
+    (package / "bin").mkdir(parents=True)
+    (package / "package.json").write_text(json.dumps({"name": "@google/gemini-cli", "version": "0.61.0"}))
+    cli = package / "bin" / "gemini-like"
+    cli.write_text("#!/bin/sh\nexec sleep 300\n")
+    cli.chmod(0o755)
+    ed = editor_factory({"agents": {"mine": {"cmd": [str(cli)]}}, "default_agent": "mine", "cli_settings": "never"})
+    ed.wait_state("running")
+    path = gemini_settings_path(ed)
+    path.parent.mkdir(parents=True)
+    path.write_text("{}")
+    ed.lua("require('gemini_companion.cli_settings').command('enable', 'gemini')")
+    assert "still runs" not in ed.messages()
+    ed.lua("require('gemini_companion.agents').open('mine')")
+    wait_for(lambda: ed.lua("return #require('gemini_companion.agents').list()") == 1, what="the agent running")
+    try:
+        ed.lua("require('gemini_companion.cli_settings').command('disable', 'gemini')")
+        said = [line for line in ed.messages().splitlines() if "still runs" in line]
+        assert len(said) == 1 and said[0].startswith("gemini-companion: mine still runs"), ed.messages()
+    finally:
+        ed.lua("require('gemini_companion.agents').stop()")
