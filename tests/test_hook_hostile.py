@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from conftest import TESTS, Editor, Sandbox, wait_for
-from gemini_companion import http_guard
+from gemini_companion import discovery, http_guard
 from gemini_companion.contract import STARTUP_ENV
-from gemini_companion.hook import HOOKS_PATH, KEY_ENV, key_dir, read_key
+from gemini_companion.hook import HOOKS_PATH, KEY_ENV, OWNER_FIELD, key_dir, read_key
 
 EVENTS = {"gemini": ["BeforeAgent", "AfterTool", "AfterAgent"], "qwen": ["UserPromptSubmit", "PostToolUse", "Stop"]}
 OLD_COMMAND = '[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK turn-start"'  # versions before
@@ -291,7 +291,7 @@ def test_a_key_file_that_is_not_ours_and_private_is_never_read(ed, sandbox, list
     key = os.urandom(16).hex()
     directory = Path(key_dir())
     target = attack.marks.parent / "elsewhere.json"
-    target.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None}))
+    target.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, OWNER_FIELD: os.getpid()}))
     target.chmod(0o600)
     path = directory / f"{key}.json"
     env = {**cli_env(sandbox), KEY_ENV: key}
@@ -432,6 +432,7 @@ def test_settings_an_earlier_version_wrote_are_named_by_health_and_replaced_by_e
 
 def test_hook_py_posts_to_the_servers_hooks_path():
     assert HOOKS_PATH == http_guard.HOOKS_PATH  # hook.py imports nothing of the plugin
+    assert OWNER_FIELD == discovery.OWNER_FIELD  # the host that wrote a key file (hook_keys.py)
 
 
 def test_a_crashed_neovims_key_file_is_swept(editor_factory):
@@ -442,3 +443,50 @@ def test_a_crashed_neovims_key_file_is_swept(editor_factory):
     stale.chmod(0o600)
     editor_factory().wait_state("running")
     assert not stale.exists()
+
+
+def test_a_key_file_a_killed_host_left_is_never_used(ed, sandbox, listener, attack):
+    """A host killed with SIGKILL leaves its key file; an agent that outlives it (in tmux) must not
+    send its tool commands to whoever holds that port now."""
+    entry = entries(ed, "gemini")[0]
+    key = os.urandom(16).hex()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    path = Path(key_dir()) / f"{key}.json"
+    env = {**cli_env(sandbox), KEY_ENV: key}
+    try:
+        for owner, reports in ((dead.pid, 0), (os.getpid(), 1)):  # the second: the control
+            path.unlink(missing_ok=True)
+            path.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, OWNER_FIELD: owner}))
+            path.chmod(0o600)
+            assert run_hook(entry["command"], env, attack.marks.parent, entry["env"]).stdout.strip() == "{}"
+            wait_for(lambda reports=reports: listener.connections == reports, 10, "the hook to decide")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("mode", ["ask", "never"])
+def test_earlier_versions_hooks_are_replaced_at_start_and_nothing_else(editor_factory, sandbox, mode):
+    """Those entries ran what a .env said, outside Neovim too: the user said yes to our hooks once,
+    so the next start swaps them for the current ones (not with cli_settings = 'never'); every
+    other key, the user's own hooks among them, stays as it was."""
+    old = {"hooks": [{"type": "command", "command": OLD_COMMAND, "timeout": 60000}]}
+    mine = {"hooks": [{"type": "command", "command": "echo mine"}]}
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    original = json.dumps({"model": {"name": "x"}, "hooks": {"BeforeAgent": [mine, old], "AfterAgent": [old]}})
+    settings.write_text(original)
+    editor = editor_factory(setup={"cli_settings": mode})
+    editor.wait_state("running")
+    if mode == "never":
+        # The replacement is scheduled as the host is spawned, long before it reports running.
+        assert settings.read_text() == original
+        return
+    ours = [{"hooks": [entry]} for entry in entries(editor, "gemini")]
+    done = wait_for(
+        lambda: (s := json.loads(settings.read_text()))["hooks"].get("AfterTool") and s, what="the hooks replaced"
+    )
+    assert done["model"] == {"name": "x"} and "ide" not in done and "mcpServers" not in done
+    assert done["hooks"] == {"BeforeAgent": [mine, ours[0]], "AfterTool": [ours[1]], "AfterAgent": [ours[2]]}
+    assert OLD_COMMAND not in settings.read_text()
+    wait_for(lambda: "replaced the turn hooks" in editor.messages(), what="one line that says so")

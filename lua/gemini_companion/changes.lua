@@ -60,6 +60,15 @@ local HOOK_ENV = {
   LD_PRELOAD = '',
   LD_AUDIT = '',
   LD_LIBRARY_PATH = '',
+  LD_DEBUG = '',
+  LD_DEBUG_OUTPUT = '',
+  LD_PROFILE = '',
+  LD_PROFILE_OUTPUT = '',
+  DYLD_INSERT_LIBRARIES = '',
+  DYLD_LIBRARY_PATH = '',
+  DYLD_FRAMEWORK_PATH = '',
+  DYLD_FALLBACK_LIBRARY_PATH = '',
+  DYLD_FALLBACK_FRAMEWORK_PATH = '',
 }
 
 local said_refused = false -- the refusal is said once per session

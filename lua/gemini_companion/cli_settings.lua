@@ -109,8 +109,9 @@ end
 --- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
 ---@param verb 'enable'|'disable'
 ---@param cli 'gemini'|'qwen'
+---@param only_hooks? boolean enable: only the hook entries (the rest stays as the user has it)
 ---@return string[]? changes, string? error
-local function edit(verb, cli)
+local function edit(verb, cli, only_hooks)
   local host = require('gemini_companion.host')
   local python = host.python()
   if vim.fn.executable(python) == 0 then
@@ -119,6 +120,11 @@ local function edit(verb, cli)
   local script = host.root .. '/rplugin/python3/gemini_companion/settings_edit.py'
   local argv = { python, script, verb, M.path(cli), journal_path() }
   local want = verb == 'enable' and M.wanted(cli) or {}
+  if only_hooks then
+    for name in pairs(want) do
+      want[name] = vim.startswith(name, 'hooks.') and want[name] or nil
+    end
+  end
   local settings = json_file.read(M.path(cli)) or {}
   for name, items in pairs(stale_hooks(settings, want)) do
     for _, item in ipairs(items) do -- first: the list may then take the new entry
@@ -172,6 +178,28 @@ end
 ---@return string[]? changes, string? error
 function M.enable(cli)
   return edit('enable', cli)
+end
+
+--- Hook entries an earlier version wrote ran what a project's `.env` said, outside Neovim too.
+--- They are ours, written after the user's yes: replace them with the current entries at start,
+--- touching nothing else, and say so once (not with cli_settings = 'never': then :checkhealth
+--- names them).
+function M.replace_stale_hooks()
+  local config = require('gemini_companion.config').options
+  if config.cli_settings == 'never' or not config.changes.enabled then
+    return
+  end
+  local settings = json_file.read(M.path('gemini'))
+  if not settings or vim.tbl_isempty(stale_hooks(settings, M.wanted('gemini'))) then
+    return
+  end
+  local changes, err = edit('enable', 'gemini', true)
+  local path = vim.fn.fnamemodify(M.path('gemini'), ':~')
+  if changes then
+    message.notify(('replaced the turn hooks an earlier version wrote in %s (they ran what a .env said)'):format(path))
+  else
+    message.notify(('%s holds unsafe hooks of an earlier version: %s'):format(path, err or '?'), 'warn')
+  end
 end
 
 --- Take back exactly what `enable` wrote; returns what changed.

@@ -19,6 +19,7 @@ function M.autostart()
   if config.options.auto_start and not host.started and not host.problem and vim.v.exiting == vim.NIL then
     M.start(true)
   end
+  vim.schedule(require('gemini_companion.cli_settings').replace_stale_hooks)
 end
 
 --- Workspace roots: every working directory in use (global, then per tab) plus configured

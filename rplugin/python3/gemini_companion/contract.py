@@ -121,6 +121,15 @@ STARTUP_ENV = {
     "LD_PRELOAD": "",
     "LD_AUDIT": "",
     "LD_LIBRARY_PATH": "",
+    "LD_DEBUG": "",  # these two write trace files where the value says
+    "LD_DEBUG_OUTPUT": "",
+    "LD_PROFILE": "",
+    "LD_PROFILE_OUTPUT": "",
+    "DYLD_INSERT_LIBRARIES": "",  # macOS: a bash or Python outside SIP's reach loads them
+    "DYLD_LIBRARY_PATH": "",
+    "DYLD_FRAMEWORK_PATH": "",
+    "DYLD_FALLBACK_LIBRARY_PATH": "",
+    "DYLD_FALLBACK_FRAMEWORK_PATH": "",
 }
 
 

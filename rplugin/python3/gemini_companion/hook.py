@@ -26,6 +26,7 @@ KEY_LENGTH = 32  # hex digits
 HEX = frozenset("0123456789abcdef")
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (this file imports nothing of the plugin)
+OWNER_FIELD = "neovimCompanionPid"  # discovery.OWNER_FIELD: the host that wrote the key file
 WAIT_SECONDS = {"turn-start": 8.0}  # the snapshot; every other event: a short bound
 DEFAULT_SECONDS = 2.0
 KEPT = ("session_id", "cwd", "hook_event_name", "tool_name", "tool_input", "prompt_id")
@@ -75,7 +76,21 @@ def read_key(key: str) -> tuple[int, str, str | None] | None:
         return None
     if not isinstance(token, str) or not 0 < len(token) <= 200 or not set(token) <= TOKEN_CHARS:
         return None
+    if not _alive(data.get(OWNER_FIELD)):  # a file a killed host left: its port may be anyone's now
+        return None
     return port, token, agent if isinstance(agent, str) else None
+
+
+def _alive(pid: object) -> bool:
+    if type(pid) is not int or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists (not ours, which the file's owner check makes unlikely)
+        pass
+    return True
 
 
 def body(event: str, agent: str | None, stdin: str) -> bytes:
