@@ -11,20 +11,21 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import test_hook_hostile as hostile
 from conftest import Editor, Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn
 from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, Tui, gemini_settings, terminal_env, tmux_available
 from gemini_companion.contract import STARTUP_ENV
 from gemini_companion.hook import KEY_ENV
-from test_hook_hostile import Attack, Listener, open_dir
+from test_hook_hostile import Attack, Listener
 
 pytestmark = [pytest.mark.e2e]
+open_base, listener, attack = hostile.open_base, hostile.listener, hostile.attack  # the same fixtures
 
 ENV_FILES = {"workspace": ".env", "parent": "../.env", "gemini-dir": ".gemini/.env"}
 
@@ -67,24 +68,6 @@ def ours_ran(attack: Attack) -> dict[str, str]:
     library records each process's command line: the hook's bash and Python name hook.py."""
     left = {m: (attack.marks / m).read_text(errors="replace").replace("\0", " ") for m in attack.markers()}
     return {m: text for m, text in left.items() if not m.startswith("mark-ld_preload-") or "hook.py" in text}
-
-
-@pytest.fixture
-def open_base() -> Iterator[Path]:
-    with open_dir() as base:
-        yield base
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    server = Listener()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def attack(open_base: Path, listener: Listener) -> Attack:
-    return Attack(open_base, listener)
 
 
 @pytest.fixture
