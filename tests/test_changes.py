@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,138 @@ def test_a_pruned_snapshot_is_never_taken_for_an_absent_file(ed, repo):
     assert (repo / "a.txt").read_text() == "1\nTWO\n3\n4\n5\n6\n7\n8\nNINE\n10\n"  # left, not deleted
     assert (repo / "new.txt").exists()
     assert "snapshot is gone" in ed.messages()
+
+
+SWAP = r"""
+import os, sys
+link, inside, outside = sys.argv[1:4]
+tmp, i = link + ".swap", 0
+while True:
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(outside if i % 2 else inside, tmp)
+    os.replace(tmp, link)
+    i += 1
+"""
+
+
+def test_a_revert_never_writes_or_deletes_outside_while_a_folder_is_swapped_for_a_link(ed, sandbox):
+    """A folder on the file's way is a symlink, retargeted between the work tree and a folder
+    outside as fast as it can go while reverts run: never a write, a delete or a temporary file
+    outside; once it is a folder again, the revert goes through."""
+    project = sandbox.project
+    (project / "d").mkdir()
+    (project / "d" / "f.txt").write_text("1\n2\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+
+    def agent() -> None:
+        (project / "d" / "f.txt").write_text("1\nTWO\n")
+        (project / "d" / "new.txt").write_text("created\n")
+
+    turn = a_turn(ed, project, agent)
+    assert sorted(f["path"] for f in turn["files"]) == ["d/f.txt", "d/new.txt"]
+    outside = sandbox.base / "outside"
+    outside.mkdir()
+    (project / "d").rename(project / "real")
+    (project / "d").symlink_to(project / "real")
+    swapper = subprocess.Popen([sys.executable, "-c", SWAP, str(project / "d"), str(project / "real"), str(outside)])
+    try:
+        for _ in range(150):
+            for folder in (project / "real", outside):
+                (folder / "f.txt").write_text("1\nTWO\n")
+                (folder / "new.txt").write_text("created\n")
+            ed.nvim.command("silent! GeminiChanges undo")
+            assert sorted(os.listdir(outside)) == ["f.txt", "new.txt"]
+            assert (outside / "f.txt").read_text() == "1\nTWO\n" and (outside / "new.txt").read_text() == "created\n"
+            assert sorted(os.listdir(project / "real")) == ["f.txt", "new.txt"]
+    finally:
+        swapper.kill()
+        swapper.wait()
+    ed.nvim.command("GeminiChanges undo")  # still a link: refused, and said why
+    texts = ed.lua("return vim.tbl_map(function(i) return i.text end, vim.fn.getqflist())")
+    assert texts == ["a folder on its way is a symlink or not a folder now: left as it is"] * 2
+    (project / "d").unlink()
+    (project / "real").rename(project / "d")
+    ed.nvim.command("GeminiChanges undo")
+    assert sorted(os.listdir(project / "d")) == ["f.txt"] and (project / "d" / "f.txt").read_text() == "1\n2\n"
+
+
+def test_modes_and_symlinks_come_back_exactly(ed, sandbox):
+    """Each kind of change is undone exactly (bytes, type, link target, execute bit), or refused
+    with the true reason when it changed after the turn."""
+    project = sandbox.project
+    for name, data in {"mode.sh": "echo\n", "both.sh": "a\n", "gone.sh": "#!/bin/sh\n", "t": "t\n", "o": "o\n"}.items():
+        (project / name).write_text(data)
+    (project / "to_link.txt").write_bytes(b"\xff\x00 not utf-8\r\n")
+    (project / "gone.sh").chmod(0o755)
+    (project / "group.sh").write_text("g\n")
+    (project / "group.sh").chmod(0o664)
+    for name in ("retarget", "to_file", "unlinked", "later"):
+        (project / name).symlink_to("t")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+
+    def state() -> dict[str, Any]:
+        return {
+            p.name: os.readlink(p) if p.is_symlink() else (oct(p.stat().st_mode & 0o7777), p.read_bytes())
+            for p in project.iterdir()
+            if p.name != ".git"
+        }
+
+    start = state()
+
+    def agent() -> None:
+        (project / "mode.sh").chmod(0o755)
+        (project / "group.sh").chmod(0o775)
+        (project / "both.sh").write_text("b\n")
+        (project / "both.sh").chmod(0o755)
+        (project / "gone.sh").unlink()
+        for name, target in (("retarget", "o"), ("later", "o")):
+            (project / name).unlink()
+            (project / name).symlink_to(target)
+        (project / "to_file").unlink()
+        (project / "to_file").write_text("t\n")  # the link's target, as a file
+        (project / "unlinked").unlink()
+        (project / "to_link.txt").unlink()
+        (project / "to_link.txt").symlink_to("o")
+        (project / "new.sh").write_text("new\n")
+        (project / "new.sh").chmod(0o755)
+
+    turn = a_turn(ed, project, agent)
+    assert len(turn["files"]) == 10
+    (project / "later").unlink()
+    (project / "later").symlink_to("t2")  # retargeted again after the turn
+    ed.nvim.command("GeminiChanges undo")
+    items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
+    assert [(Path(name).name, text) for name, text in ed.lua(items)] == [
+        ("later", "changed after the turn: left as it is")
+    ]
+    assert "9 taken back, 1 refused" in ed.messages()
+    end = state()
+    assert end.pop("later") == "t2"
+    start.pop("later")
+    assert end == start
+
+
+def test_a_boundary_that_fails_drops_the_turn_in_one_line_and_the_next_turns_work(ed, repo, sandbox):
+    """The folder a turn started in is gone at its end (the agent removed it): taking its tree
+    fails inside the turn's end. The turn is dropped with one line, not left open for good, and
+    the next turns are recorded as ever."""
+    scratch = sandbox.base / "scratch"
+    scratch.mkdir()
+    hook(ed, scratch, "turn-start", {"hook_event_name": "BeforeAgent", "cwd": str(scratch)}, "gemini")
+    wait_for(lambda: ed.status()["changes"]["last"], 30, "the turn to open")
+    scratch.rmdir()
+    hook(ed, repo, "turn-end", {"hook_event_name": "AfterAgent", "cwd": str(repo)}, "gemini")
+    line = wait_for(lambda: [m for m in ed.messages().splitlines() if "turn 1 dropped" in m], 30, "the drop")
+    assert len(line) == 1 and line[0].startswith("gemini-companion: changes: gemini's turn 1 dropped: git ")
+    assert ed.status()["changes"]["turns"] == 0 and turns(ed) == []
+    # The same agent's next turn (a failed start in a folder that is gone, then real turns).
+    hook(ed, repo, "turn-start", {"hook_event_name": "BeforeAgent", "cwd": str(scratch)}, "gemini")
+    wait_for(lambda: "gemini's turn not tracked" in ed.messages(), 30, "the failed start")
+    turn = a_turn(ed, repo, lambda: agent_turn(repo))
+    assert len(turn["files"]) == 4 and not turn["open"]
+    assert len(a_turn(ed, repo, lambda: (repo / "b.txt").write_text("B\n"))["files"]) == 1

@@ -218,41 +218,42 @@ end
 ---@param turn gemini_companion.Turn
 ---@param tree string
 ---@param path string
----@return string
+---@return string? nil: git could not say
 local function tree_mode(turn, tree, path)
   local done = git(turn, { 'ls-tree', '-z', tree, '--', path }, { text = true })
-  return (done.stdout or ''):match('^(%d+) ') or '100644'
+  return (done.stdout or ''):match('^(%d+) ')
 end
 
---- The file's text now, from disk (an unmodified buffer may be a stale view of it; a file whose
---- buffer has unsaved edits is refused before its text matters), and its loaded buffer. Only a
---- plain file is read: never through a symlink, never a FIFO.
+--- What `path` is now, from disk (an unmodified buffer may be a stale view of it; a file whose
+--- buffer has unsaved edits is refused before its text matters): its kind ('file', 'link',
+--- 'none', or another type: a FIFO is never read), a file's bytes or a link's target, its mode
+--- bits, and its loaded buffer. Only to decide and to diff: changes_put checks it again as it writes.
 ---@param path string absolute
----@return string? text, integer? buf
+---@return string kind, string? data, integer? mode, integer? buf
 local function current(path)
   local info = vim.uv.fs_lstat(path)
-  return info and info.type == 'file' and files.read(path) or nil, loaded(path)
+  local kind = info and info.type or 'none'
+  local data = kind == 'file' and files.read(path) or kind == 'link' and vim.uv.fs_readlink(path) or nil
+  return kind, data, info and info.mode, loaded(path)
 end
 
---- Why a revert may not touch `path` now (nil: it may): it is no longer a plain file (a symlink,
---- a FIFO), or a folder on its way leads out of the work tree (an agent may have made either
---- since the turn; reading or writing through them would reach files outside).
----@param turn gemini_companion.Turn
----@param path string absolute, in the turn's work tree
----@return string?
-local function unsafe(turn, path)
-  local info = vim.uv.fs_lstat(path)
-  if info and info.type ~= 'file' then
-    return ('is a %s now: left as it is'):format(info.type)
-  end
-  local dir = vim.fs.dirname(path)
-  while not vim.uv.fs_lstat(dir) do -- folders put() will make
-    dir = vim.fs.dirname(dir)
-  end
-  local real = vim.uv.fs_realpath(dir)
-  if not real or (real ~= turn.work_tree and not vim.startswith(real, turn.work_tree .. '/')) then
-    return 'leads out of the work tree now: left as it is'
-  end
+--- A version of a file in a tree, as changes_put takes it.
+---@class gemini_companion.Version
+---@field kind 'file'|'link'|'none'
+---@field data string? bytes, or a link's target
+---@field mode string? git's mode: '100644', '100755', '120000'
+
+---@param data string?
+---@param mode string
+---@return gemini_companion.Version
+local function version(data, mode)
+  return { kind = data == nil and 'none' or mode == '120000' and 'link' or 'file', data = data, mode = mode }
+end
+
+---@param mode integer? lstat's mode
+---@return string git's mode of a regular file with it
+local function file_mode(mode)
+  return math.floor((mode or 0) / 64) % 2 == 1 and '100755' or '100644'
 end
 
 ---@param text string?
@@ -278,33 +279,29 @@ local function reload(buf)
   vim.o.undoreload = undoreload
 end
 
---- Write `text` as the file's exact bytes, atomically (mode kept, or `git_mode` for a file that
---- is recreated), then reload its buffer if loaded: `u` takes the revert back. nil `text`:
---- remove the file (and an unmodified buffer of it).
----@param path string
----@param text string?
+--- Make the file `want` if it is still `expect` (else refuse), in the host: it walks from the
+--- work tree one folder at a time without following a symlink, so a folder an agent swaps for a
+--- link mid-revert never sends a write or a delete outside. Exact bytes, link target and execute
+--- bit; a file's other mode bits kept. Then reload its buffer (`u` takes the revert back), or
+--- delete an unmodified buffer of a removed file.
+---@param turn gemini_companion.Turn
+---@param path string relative to the work tree
+---@param expect gemini_companion.Version
+---@param want gemini_companion.Version
 ---@param buf integer?
----@param git_mode? string
 ---@return boolean ok, string? error
-local function put(path, text, buf, git_mode)
-  if not text then
-    local ok, err = os.remove(path)
-    if buf and ok then
-      vim.api.nvim_buf_delete(buf, { force = false })
-    end
-    return ok ~= nil, err
+local function put(turn, path, expect, want, buf)
+  local params = { work_tree = turn.work_tree, path = path, expect = expect, want = want }
+  local answer, err = host.request('changes_put', params)
+  if type(answer) ~= 'table' or answer.error then
+    return false, type(answer) == 'table' and answer.error or vim.split(tostring(err or '?'), '\n')[1]
   end
-  vim.fn.mkdir(vim.fs.dirname(path), 'p')
-  if git_mode == '120000' and not vim.uv.fs_lstat(path) then
-    local ok, err = vim.uv.fs_symlink(text, path)
-    return ok == true, err
-  end
-  local mode = (vim.uv.fs_stat(path) or {}).mode or tonumber(git_mode == '100755' and '755' or '644', 8)
-  local ok, err = files.write(path, text, mode % 4096)
-  if ok and buf then
+  if buf and want.kind == 'none' then
+    pcall(vim.api.nvim_buf_delete, buf, { force = false })
+  elseif buf then
     reload(buf)
   end
-  return ok, err
+  return true
 end
 
 -- --- hunks ---------------------------------------------------------------------------------------
@@ -386,7 +383,7 @@ local function revert_file(turn, change, only)
   local result = { reverted = 0, refused = {} }
   local path = turn.work_tree .. '/' .. change.path
   local before, after, gone = blobs(turn, change.path)
-  local now, buf = current(path)
+  local kind, now, mode, buf = current(path)
   local function refuse(line, why)
     table.insert(result.refused, { filename = path, lnum = line, text = why })
     return result
@@ -394,26 +391,32 @@ local function revert_file(turn, change, only)
   if buf and vim.bo[buf].modified then
     return refuse(1, 'has unsaved edits in Neovim: save or undo them first')
   end
-  local why = unsafe(turn, path)
-  if why then
-    return refuse(1, why)
+  if kind ~= 'file' and kind ~= 'link' and kind ~= 'none' then
+    return refuse(1, ('is a %s now: left as it is'):format(kind))
   end
   -- A version the change list says exists but git no longer has: pruned (or the user's own
   -- `git gc`). Never read that as "the file did not exist".
   if gone or (before == nil and change.status ~= 'created') or (after == nil and change.status ~= 'deleted') then
     return refuse(1, "the turn's snapshot is gone (pruned): left as it is")
   end
-  if now == after then -- untouched since the turn: the exact bytes back (or the file gone)
-    if only == nil or change.binary or not before or not after then
-      local git_mode = after == nil and tree_mode(turn, turn.before, change.path) or nil
-      local ok, err = put(path, before, buf, git_mode)
-      if not ok then
-        return refuse(1, err or 'cannot write')
-      end
-      result.reverted = 1
-      return result
+  local was_mode = before and tree_mode(turn, turn.before, change.path)
+  local is_mode = after and tree_mode(turn, turn.after, change.path)
+  if was_mode == nil and before or is_mode == nil and after then -- never guess a link for a file
+    return refuse(1, "the turn's snapshot cannot be read: left as it is")
+  end
+  local was, is = version(before, was_mode or ''), version(after, is_mode or '')
+  local untouched = kind == is.kind and now == after and (kind ~= 'file' or file_mode(mode) == is.mode)
+  local text_only = was.kind == 'file' and is.kind == 'file' and not change.binary
+  if untouched and (only == nil or not text_only) then -- the exact version back: bytes, type, mode
+    local ok, err = put(turn, change.path, is, was, buf)
+    if not ok then
+      return refuse(1, err or 'cannot write')
     end
-  elseif now == nil or after == nil or before == nil or change.binary then
+    result.reverted = 1
+    return result
+  elseif kind ~= is.kind and kind ~= 'none' then
+    return refuse(1, ('is a %s now: left as it is'):format(kind))
+  elseif not text_only or kind ~= 'file' then
     return refuse(1, 'changed after the turn: left as it is')
   end
   local before_lines, before_eol = split(before)
@@ -435,7 +438,10 @@ local function revert_file(turn, change, only)
     end
   end
   if result.reverted > 0 then
-    local ok, err = put(path, table.concat(now_lines, '\n') .. (now_eol and '\n' or ''), buf)
+    local text = table.concat(now_lines, '\n') .. (now_eol and '\n' or '')
+    -- The turn's own mode change goes back with the whole file, not a user's since.
+    local want = version(text, (only == nil and file_mode(mode) == is.mode) and was.mode or '')
+    local ok, err = put(turn, change.path, version(now, ''), want, buf)
     if not ok then
       result.reverted = 0
       return refuse(1, err or 'cannot write')
@@ -581,7 +587,7 @@ function M.revert_hunk()
     return c.path == where.path
   end)
   local before, after = blobs(turn, where.path)
-  local now = current(turn.work_tree .. '/' .. where.path)
+  local _, now = current(turn.work_tree .. '/' .. where.path)
   local line = vim.fn.line('.')
   local index = nil
   for i, h in ipairs(hunks(before or '', after or '', now or '')) do

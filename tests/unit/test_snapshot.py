@@ -5,7 +5,9 @@ repository, its config and the environment are."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -552,3 +554,72 @@ def test_a_file_that_became_a_folder_and_a_folder_that_became_a_file(tmp_path):
         ("b", "created"),
         ("b/c", "deleted"),
     }
+
+
+def test_an_index_too_big_to_copy_is_not_reused_and_every_file_is_hashed(tmp_path, monkeypatch):
+    """A user's index over the bound (a huge or sparse file) is neither copied nor read: the
+    snapshot is still exact, its files hashed from scratch."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    snap = Snapshotter(tmp_path / "reused").take(str(repo))
+    assert os.path.exists(os.path.join(snap.git_dir, "seeded"))  # under the bound: started from theirs
+    monkeypatch.setattr(snapshot, "MAX_USER_INDEX", os.path.getsize(repo / ".git" / "index") - 1)
+    snap = Snapshotter(tmp_path / "state").take(str(repo))
+    assert stored(snap) == on_disk(repo) == {"a.txt": b"a\n"}
+    assert not os.path.exists(os.path.join(snap.git_dir, "seeded"))
+
+
+def test_a_users_big_file_threshold_makes_no_text_file_binary(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[core]\n\tbigFileThreshold = 1\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("one\ntwo\n")
+    snapshots = Snapshotter(tmp_path / "state")
+    before = snapshots.take(str(repo))
+    (repo / "a.txt").write_text("one\nTWO\nthree\n")
+    changes = snapshots.changes(before, snapshots.take(str(repo)))
+    assert [(c.path, c.status, c.added, c.removed, c.binary) for c in changes] == [("a.txt", "modified", 2, 1, False)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root to drop to nobody")
+def test_a_folder_we_may_not_enter_is_skipped_not_a_failure(tmp_path):
+    """As a user who may not enter a folder of the work tree (root reads everything: `nobody`
+    runs the snapshots): its files are left out and the rest is snapshotted, turn after turn."""
+    root = Path(tempfile.mkdtemp(prefix="gc-perm-"))  # one `nobody` may reach (tmp_path may not be)
+    try:
+        repo = root / "repo"
+        (repo / "locked").mkdir(parents=True)
+        (repo / "a.txt").write_text("a\n")
+        (repo / "locked" / "s.txt").write_text("s\n")
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "base")
+        shutil.copy(snapshot.__file__, root / "snapshot.py")
+        script = (
+            "import pathlib, snapshot, sys\n"
+            "s = snapshot.Snapshotter(pathlib.Path(sys.argv[1]) / 'state')\n"
+            "b = s.take(sys.argv[1] + '/repo')\n"
+            "open(sys.argv[1] + '/repo/a.txt', 'w').write('b\\n')\n"
+            "print([(c.path, c.status) for c in s.changes(b, s.take(sys.argv[1] + '/repo'))])\n"
+        )
+        subprocess.run(["chown", "-R", "nobody", str(root)], check=True)
+        root.chmod(0o755)
+        (repo / "locked").chmod(0)
+        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        env = {"PATH": os.environ["PATH"], "HOME": str(root), "PYTHONPATH": str(root)}
+        done = subprocess.run(
+            [*nobody, "/usr/bin/python3", "-c", script, str(root)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert done.stdout.strip() == "[('a.txt', 'modified')]"
+    finally:
+        (root / "repo" / "locked").chmod(0o755)
+        shutil.rmtree(root)

@@ -10,8 +10,12 @@ rest: the list, the diffs, the reverts (changes.lua).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import os
+import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -84,6 +88,7 @@ class ChangesFeature:
             "changes_config": self._config,
             "changes_mark": self._mark,
             "changes_span": self._span,
+            "changes_put": _put,
         }
 
     # --- Feature ----------------------------------------------------------------------
@@ -180,8 +185,8 @@ class ChangesFeature:
         try:
             after = last.after or self._snapshotter.take(last.before.work_tree)
             files = self._snapshotter.changes(first.before, after)
-        except SnapshotError as err:
-            self._show(None, str(err))
+        except (SnapshotError, OSError) as err:
+            self._show(None, (str(err).splitlines() or [type(err).__name__])[0][:200])
             return
         span = Turn(0, ", ".join(dict.fromkeys(t.agent for t in turns)), "span", first.before, after, files)
         self._show(span.describe(), None)
@@ -192,15 +197,28 @@ class ChangesFeature:
     # --- boundaries (worker threads) ------------------------------------------------------
 
     def _boundary(self, agent: str, cwd: str, reason: str, starting: bool) -> None:
-        """End the agent's open turn (if any); start a new one when `starting`."""
+        """End the agent's open turn (if any); start a new one when `starting`. Whatever fails
+        (git, an unreadable folder, a file racing us), the open turn is dropped with one line,
+        never left open for good, and the next boundary starts afresh."""
         with self._lock:
             if not starting and agent not in self._open:
                 return
+            ending = self._open.get(agent)
         try:
-            snap = self._snapshotter.take(cwd or ".")
-        except SnapshotError as err:
-            self._editor.lua("require('gemini_companion.state').notify(...)", f"changes: {err}", "warn")
-            return
+            self._step(agent, cwd, reason, starting)
+        except Exception as err:  # noqa: BLE001 - one line to the user; the worker thread lives on
+            with self._lock:
+                self._open.pop(agent, None)
+                lost = ending is not None and ending.after is None
+                if lost:
+                    self._turns = [t for t in self._turns if t is not ending]
+            why = (str(err).splitlines() or [type(err).__name__])[0][:200]
+            what = f"{agent}'s turn {ending.id} dropped" if lost and ending else f"{agent}'s turn not tracked"
+            self._editor.lua("require('gemini_companion.state').notify(...)", f"changes: {what}: {why}", "warn")
+            self._link.changed()
+
+    def _step(self, agent: str, cwd: str, reason: str, starting: bool) -> None:
+        snap = self._snapshotter.take(cwd or ".")
         with self._lock:
             ending = self._open.pop(agent, None)
         if ending is not None:
@@ -234,7 +252,8 @@ class ChangesFeature:
         if dropped and dropped[-1].id % GC_EVERY == 0:
             with self._lock:
                 kept = [t.before for t in self._turns] + [t.after for t in self._turns if t.after]
-            self._snapshotter.prune(kept)
+            with contextlib.suppress(SnapshotError, OSError):  # the next prune tries again
+                self._snapshotter.prune(kept)
 
 
 def _named(turn: Turn, work_tree: str) -> list[str]:
@@ -243,3 +262,126 @@ def _named(turn: Turn, work_tree: str) -> list[str]:
     paths = (str(tool.get("file_path") or tool.get("path") or "") for tool in turn.tools)
     real = (os.path.realpath(path) if os.path.isabs(path) else path for path in paths if path)
     return [path[len(root) :] if path.startswith(root) else path for path in real]
+
+
+# --- reverts (host main thread, called by changes.lua) --------------------------------------
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class RevertError(Exception):
+    """One line: why a revert left the file as it is."""
+
+
+def _put(params: dict[str, Any]) -> dict[str, Any]:
+    """Make `path` (relative to `work_tree`) what `want` says, if it is still what `expect` says.
+
+    Each is {kind = "file" | "link" | "none", data = bytes or link target, mode = git mode or nil}.
+    All I/O goes through folder descriptors opened one name at a time from the work tree with
+    O_NOFOLLOW: a folder an agent swaps for a symlink at any moment makes the revert refuse, it never
+    reads, writes or deletes through it (checking a path, then using it, would). Answers {} or
+    {error = one line}."""
+    try:
+        parts = str(params["path"]).split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise RevertError("not a path of the work tree: left as it is")
+        want, expect = params["want"], params["expect"]
+        folder = _open_folder(str(params["work_tree"]), parts[:-1], want["kind"] != "none")
+        try:
+            _replace(folder, parts[-1], expect, want)
+        finally:
+            os.close(folder)
+    except RevertError as err:
+        return {"error": str(err)}
+    except (OSError, KeyError, TypeError, ValueError) as err:
+        return {"error": f"cannot write: {getattr(err, 'strerror', None) or err}"}
+    return {}
+
+
+def _bytes(value: Any) -> bytes:
+    # Lua's strings reach us as str with undecodable bytes surrogate-escaped (pynvim).
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+
+
+def _open_folder(root: str, names: list[str], make: bool) -> int:
+    """The folder `names` below `root`, opened without following a symlink at any step (made,
+    like mkdir -p, when `make`)."""
+    fd = os.open(root, DIR_FLAGS)
+    try:
+        for name in names:
+            try:
+                try:
+                    inner = os.open(name, DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not make:
+                        raise RevertError("its folder is gone: left as it is") from None
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    inner = os.open(name, DIR_FLAGS, dir_fd=fd)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise RevertError("a folder on its way is a symlink or not a folder now: left as it is") from None
+                raise
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _state(folder: int, name: str) -> tuple[str, bytes, int]:
+    """What `name` is now: ("none" | "file" | "link", its bytes or target, its mode bits)."""
+    try:
+        info = os.lstat(name, dir_fd=folder)
+    except FileNotFoundError:
+        return "none", b"", 0
+    if stat.S_ISLNK(info.st_mode):
+        return "link", os.fsencode(os.readlink(name, dir_fd=folder)), 0
+    if not stat.S_ISREG(info.st_mode):
+        kind = "folder" if stat.S_ISDIR(info.st_mode) else "special file"
+        raise RevertError(f"is a {kind} now: left as it is")
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    with os.fdopen(fd, "rb") as file:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise RevertError("changed after the turn: left as it is")
+        return "file", file.read(), stat.S_IMODE(opened.st_mode)
+
+
+def _git_mode(mode: int, git_mode: Any) -> int:
+    """`mode` with its execute bits as git's `git_mode` says (100755: x where r; 100644: none)."""
+    if git_mode == "100755":
+        return mode | (mode & 0o444) >> 2
+    if git_mode == "100644":
+        return mode & ~0o111
+    return mode
+
+
+def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any]) -> None:
+    kind, data, mode = _state(folder, name)
+    same = kind == expect["kind"] and (kind == "none" or data == _bytes(expect.get("data")))
+    if same and kind == "file" and expect.get("mode") in ("100644", "100755"):
+        same = bool(mode & 0o100) == (expect["mode"] == "100755")  # git's own test of "executable"
+    if not same:
+        raise RevertError("changed after the turn: left as it is")
+    if want["kind"] == "none":
+        if kind != "none":
+            os.unlink(name, dir_fd=folder)
+        return
+    tmp = f".{name[:200]}.gemini-companion.{secrets.token_hex(6)}.tmp"
+    try:
+        if want["kind"] == "link":
+            os.symlink(_bytes(want.get("data")), tmp, dir_fd=folder)
+        else:
+            new = 0o644 if kind != "file" else mode  # a file's own mode is kept, a new one's is git's
+            new = _git_mode(new, want.get("mode"))
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+            with os.fdopen(fd, "wb") as file:
+                file.write(_bytes(want.get("data")))
+                os.fchmod(fd, new)  # the mode asked for, whatever the umask
+        os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder)
+        raise

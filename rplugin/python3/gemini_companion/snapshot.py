@@ -40,6 +40,8 @@ SAFE_CONFIG = {
     "core.trustctime": "true",
     "core.ignoreStat": "false",
     "core.autocrlf": "false",
+    # git's default: a user's small global value would take every file over it for binary (no diff).
+    "core.bigFileThreshold": "512m",
 }
 # The bytes on disk are the blob, whatever .gitattributes says ($GIT_DIR/info/attributes has the
 # highest precedence): no filter driver (clean, smudge, process), no CRLF, eol, ident or
@@ -55,6 +57,10 @@ EMPTY_BLOBS = (
     "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
 )
 SMALL_FILE = 1 << 20  # a `.git` file, commondir, info/exclude: read at most this much
+# The user's index is copied to start ours only up to this size (about a million paths): a bigger
+# one (or a sparse file posing as one) is not reused, every file is hashed from scratch instead,
+# rather than copying and reading gigabytes.
+MAX_USER_INDEX = 128 << 20
 
 
 class SnapshotError(Exception):
@@ -188,7 +194,7 @@ class Snapshotter:
         the others are hashed as changed. Without a readable index of theirs: none."""
         copy = os.path.join(repo.git_dir, "user-index")
         try:
-            if not _copy_file(user_index, copy):
+            if not _copy_file(user_index, copy, MAX_USER_INDEX):
                 return
             entries = _git(repo.git_dir, ["ls-files", "-s", "-z"], index=copy, alternates=repo.alternates)
         except SnapshotError:
@@ -217,7 +223,7 @@ class Snapshotter:
             _git(repo.git_dir, ["update-index", "-q", "--refresh"], repo.work_tree)
 
     def _kind(self, work_tree: str, path: str, parents: dict[str, bool]) -> str:
-        """ "file" (to hash), "big" (over the limit), "absent" (deleted) or "other": behind a
+        """ "file" (to hash), "big" (over the limit, or unreadable), "absent" (deleted) or "other": behind a
         symlinked folder (outside, maybe) or not a file git stores."""
         parent = os.path.dirname(path)
         if parent not in parents:
@@ -229,6 +235,8 @@ class Snapshotter:
             info = os.lstat(os.path.join(work_tree, path))
         except (FileNotFoundError, NotADirectoryError):
             return "absent"
+        except OSError:
+            return "big"  # unreadable (a folder without search permission): left as it was, skipped
         if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
             return "other"  # a folder now (its files are listed on their own), a FIFO, ...
         return "big" if info.st_size > self.max_file_bytes else "file"
@@ -303,17 +311,21 @@ def _read_small(path: str) -> bytes | None:
         return file.read(SMALL_FILE) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
-def _copy_file(source: str, target: str) -> bool:
-    """Copy a regular file (never a FIFO, a device or a symlink); False if it is not one."""
+def _copy_file(source: str, target: str, max_bytes: int) -> bool:
+    """Copy a regular file (never a FIFO, a device or a symlink) of at most `max_bytes`; False if
+    it is not one, or bigger (or grew past that as it was read)."""
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
             return False
-        with open(target, "wb") as out:
-            shutil.copyfileobj(file, out)
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return False
+    Path(target).write_bytes(data)
     return True
 
 
@@ -365,8 +377,10 @@ def _git(
             timeout=GIT_SECONDS,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise SnapshotError(f"git {args[0]}: {err}") from None
+    except subprocess.TimeoutExpired:  # its message is the whole command line: name the problem
+        raise SnapshotError(f"git {args[0]} gave no answer in {GIT_SECONDS:g} s") from None
+    except OSError as err:
+        raise SnapshotError(f"git {args[0]}: {err.strerror or err}") from None
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         raise SnapshotError(f"git {args[0]}: {lines[-1] if lines else f'exit {done.returncode}'}")
