@@ -38,6 +38,7 @@ HOOK_CLI = {
     "PostToolUse": "qwen",
     "Stop": "qwen",
 }
+MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX)
 GC_EVERY = 10  # turns between prunes of our snapshot repositories
 
 
@@ -124,6 +125,8 @@ class ChangesFeature:
         cli = HOOK_CLI.get(name, "gemini")
         agent = str(event.get("agent") or f"external {cli}")
         cwd = str(event.get("cwd") or "")
+        if "\0" in cwd or len(cwd) > MAX_PATH:  # no path can be this: the sender's 4xx, not a dropped turn
+            raise ValueError("cwd is not a path")
         with self._lock:
             self._hooked.add(agent)
             # Qwen fires its prompt hook again for each round of tool results (Stop only at the
