@@ -5,12 +5,20 @@
 - lsp_hover / lsp_definition through the tool minus the same request made in Neovim directly
   to the same language server (pylsp): what the tool adds (<= 10 ms).
 - the worst main-loop stall while the tools run (<= 16 ms: a frame).
+- the worst main-loop stall while every tool that takes a path is called on each kind of input
+  (issue 21): a regular source file, a FIFO with a writer, a socket, a /dev/zero twin, a 200 MB
+  log (1 MB of lines, then sparse), and a hung read (a FIFO nobody writes) (<= 16 ms each).
+- buffers loaded after 100 lsp_* calls on distinct files (as many as before them).
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import stat
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +68,110 @@ def workspace(sandbox: Sandbox) -> None:
         (sandbox.project / f"mod{i:02}.py").write_text("".join(f"value_{n} = {n}\n" for n in range(PER_FILE)))
     (sandbox.project / "big.txt").write_text(("x" * 99 + "\n") * 10_486)  # 1 MiB
     (sandbox.project / "app.py").write_text("def greet(name):\n    return 'hi ' + name\n\n\nprint(greet('x'))\n" * 3)
+
+
+PATH_TOOLS: dict[str, dict[str, int]] = {
+    "read_buffer": {},
+    "lsp_hover": {"line": 1, "character": 5},
+    "lsp_definition": {"line": 5, "character": 1},
+    "lsp_references": {"line": 1, "character": 5},
+    "lsp_document_symbols": {},
+    "get_diagnostics": {},
+    "open_file": {"line": 3},  # last: it shows the file
+}
+KIND_ROUNDS = 3
+LSP_FILES = 100
+LOADED = (
+    "local n = 0 for _, b in ipairs(vim.api.nvim_list_bufs()) do"
+    " n = n + (vim.api.nvim_buf_is_loaded(b) and 1 or 0) end return n"
+)
+
+
+def module(name: str) -> str:
+    return f"def {name}():\n    return 1\n\n\n{name}()\n"
+
+
+def inputs(project: Path, stop: threading.Event) -> dict[str, str]:
+    """One file of each kind a tool can be asked about: kind -> path. Only the source file ends
+    in .py: a language server that scans the project (jedi, for references) blocks on a FIFO."""
+    kinds = {"regular file": "source.py"}
+    (project / "source.py").write_text(module("main") + "".join(module(f"f{n}") for n in range(400)))
+    os.mkfifo(project / "fed.fifo")
+
+    def feed() -> None:  # a writer that keeps the FIFO full while the tools run
+        fd = os.open(project / "fed.fifo", os.O_RDWR)
+        try:
+            while not stop.wait(0.01):
+                try:
+                    os.write(fd, b"x = 1\n" * 100)
+                except BlockingIOError:
+                    pass
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=feed, daemon=True).start()
+    kinds["FIFO, fed"] = "fed.fifo"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(project / "sock"))
+    listener.listen()
+    kinds["socket"] = "sock"
+    try:
+        os.mknod(project / "zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))
+        kinds["char device (/dev/zero)"] = "zero"
+    except PermissionError:
+        pass  # not root
+    with open(project / "big.log", "wb") as log:
+        log.write(b"".join(b"entry %d\n" % n for n in range(80_000)))  # ~1 MB
+        log.truncate(200 << 20)
+    kinds["200 MB log"] = "big.log"
+    os.mkfifo(project / "hung.fifo")
+    kinds["hung read (unfed FIFO)"] = "hung.fifo"
+    return kinds
+
+
+def bench_inputs() -> list[Row]:
+    """Every path-taking tool on each kind of input, the worst stall per kind; then 100 lsp_* calls
+    on distinct files and the buffers loaded after them."""
+    stop = threading.Event()
+    with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-inputs-") as tmp:
+        sandbox = Sandbox(Path(tmp))
+        kinds = inputs(sandbox.project, stop)
+        for n in range(LSP_FILES):
+            (sandbox.project / f"m{n:03}.py").write_text(module(f"name_{n}"))
+        (sandbox.project / "app.py").write_text(module("app"))
+        editor = Editor(sandbox)
+        try:
+            editor.wait_state("running")
+            editor.lua(PYLSP, PYLSP_BIN)
+            editor.nvim.command("edit app.py")
+            wait_for(lambda: editor.lua("return #vim.lsp.get_clients({bufnr = 0})") > 0, 60, "pylsp attached")
+            tools = ToolsClient(editor.status())
+            tools("lsp_hover", path="app.py", line=1, character=5)  # warm: pylsp's first answer is slow
+            editor.nvim.command("botright vsplit | terminal")  # the agent's window, as in use
+            editor.lua(STALL_PROBE)
+            stalls: dict[str, float] = {}
+            for kind, path in kinds.items():
+                worst = 0.0
+                for _ in range(KIND_ROUNDS):
+                    for tool, extra in [*PATH_TOOLS.items(), ("read_buffer", {"start_line": 5, "end_line": 10})]:
+                        editor.lua("bench_stall_reset()")
+                        tools.raw(tool, path=path, **extra)
+                        worst = max(worst, editor.lua("return bench_stall()") - 5)  # less the probe's period
+                stalls[kind] = worst
+            before = editor.lua(LOADED)
+            lsp = [tool for tool in PATH_TOOLS if tool.startswith("lsp_")]
+            for n in range(LSP_FILES):
+                tool = lsp[n % len(lsp)]
+                result = tools.raw(tool, path=f"m{n:03}.py", **PATH_TOOLS[tool])
+                assert not result.get("isError"), (tool, result)
+            after = editor.lua(LOADED)
+        finally:
+            stop.set()
+            editor.close()
+    return [
+        *(row(f"worst stall, path tools on: {kind}", ms, "ms", "<= 16", ms <= 16) for kind, ms in stalls.items()),
+        row(f"buffers loaded after {LSP_FILES} lsp_* calls", after, "", f"<= {before}", after <= before),
+    ]
 
 
 def run() -> list[Row]:
@@ -113,10 +225,13 @@ def run() -> list[Row]:
             for tool, ms in added.items()
         ),
         row("worst main-loop stall during a tool call", stall, "ms", "<= 16", stall <= 16),
+        *bench_inputs(),
     ]
 
 
 if __name__ == "__main__":
+    import sys
+
     from bench import print_table
 
-    print_table(run())
+    print_table(bench_inputs() if sys.argv[1:] == ["--inputs"] else run())

@@ -254,9 +254,8 @@ def test_a_buffer_autoread_reloaded_through_a_link_is_not_answered(lsp_editor, s
 
 
 def test_a_hidden_buffer_the_tools_loaded_follows_its_file(lsp_editor, sandbox):
-    """The buffer a language-server tool loaded stays loaded, hidden; when the agent then changes
-    the file, the next call loads it anew (from the bytes read inside) instead of answering for
-    the old text."""
+    """When the agent changes a file a language-server tool has asked about, the next call
+    answers for the new bytes read inside (the buffer is loaded anew), never for the old text."""
     target = sandbox.project / "later.py"
     target.write_text(module(INSIDE))
     tools = ToolsClient(lsp_editor.status())
@@ -505,6 +504,7 @@ host.notify = function(method, params)
   if method == 'tool_result' and params.id == -7 then got = params else return notify(method, params) end
 end
 local ok, err = pcall(require('gemini_companion.tools').call, -7, name, args)
+vim.wait(10000, function() return got ~= nil end, 5) -- the call answers on a later tick
 host.notify = notify
 assert(ok, err)
 return got

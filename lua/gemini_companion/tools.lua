@@ -5,7 +5,9 @@
 --- No file is read here: tools.py reads the one a tool names from inside the workspace and
 --- sends its bytes along (`args.file`). A buffer the user has loaded under a name inside the
 --- workspace is their editor state and answers instead; a file Neovim must load (a language
---- server needs a buffer) is kept only if Neovim read exactly those bytes (`load`).
+--- server needs a buffer) is kept only if Neovim read exactly those bytes (`load`), loaded with no
+--- swap file and no autocommand but the filetype's, and let go when the tool is done (`release`).
+--- Names a language server's answer gives are resolved off the main loop (`resolve_names`).
 local host = require('gemini_companion.host')
 
 local M = {}
@@ -13,12 +15,14 @@ local M = {}
 local MAX_DIAGNOSTICS = 500
 local LSP_TIMEOUT_MS = 5000
 local ATTACH_TIMEOUT_MS = 3000
+local RESOLVE_TIMEOUT_MS = 2000
 local SEVERITY = { error = 1, warning = 2, info = 3, hint = 4 }
 local SEVERITY_NAME = { 'error', 'warning', 'info', 'hint' }
 local SNIPPET_CHARS = 500
 
 ---@class gemini_companion.tools.File What tools.py read of the file a tool names.
 ---@field data? string its bytes
+---@field partial? boolean only its first `end_line` lines were read: the file may go on
 ---@field error? string why there are none (one line)
 
 ---@param id integer
@@ -42,29 +46,61 @@ local function relative(path, roots)
   end
 end
 
---- Resolved file path of a buffer named inside the workspace (cached per call). A buffer named
---- elsewhere (the user's ~/.ssh/config, say) is never the tools' business, wherever a link
---- makes its name point.
----@param buf integer
----@param cache table<integer, string|false>
+---@alias gemini_companion.tools.Buffers table<integer, string|false> buffer -> resolved path
+
+--- The resolved file paths of the buffers named inside the workspace, then done(buffers). A
+--- buffer named elsewhere (the user's ~/.ssh/config, say) is never the tools' business, wherever
+--- a link makes its name point. Resolved off the main loop (libuv's thread pool: a buffer of a
+--- file on a hung mount stalls no key); one not resolved within RESOLVE_TIMEOUT_MS is left out.
 ---@param roots string[]
----@return string?
-local function buffer_path(buf, cache, roots)
-  if cache[buf] == nil then
-    local name = vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) or ''
-    cache[buf] = name ~= '' and relative(name, roots) and (vim.uv.fs_realpath(name) or name) or false
+---@param done fun(buffers: gemini_companion.tools.Buffers)
+local function resolve_buffers(roots, done)
+  local buffers, pending, finished = {}, 0, false ---@type gemini_companion.tools.Buffers, integer, boolean
+  local function finish()
+    if not finished then
+      finished = true
+      done(buffers)
+    end
   end
-  return cache[buf] or nil
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) or ''
+    buffers[buf] = false
+    if name ~= '' and relative(name, roots) then
+      pending = pending + 1
+      vim.uv.fs_realpath(name, function(err, real)
+        vim.schedule(function()
+          if not finished then
+            buffers[buf] = not err and real or name -- a file that is gone keeps its name
+            pending = pending - 1
+            if pending == 0 then
+              finish()
+            end
+          end
+        end)
+      end)
+    end
+  end
+  if pending == 0 then
+    return finish()
+  end
+  vim.defer_fn(finish, RESOLVE_TIMEOUT_MS)
+end
+
+--- Resolved file path of a buffer named inside the workspace (`resolve_buffers`).
+---@param buf integer
+---@param buffers gemini_companion.tools.Buffers
+---@return string?
+local function buffer_path(buf, buffers)
+  return buffers[buf] or nil
 end
 
 --- The loaded file buffer of a resolved path.
 ---@param path string
----@param roots string[]
+---@param buffers gemini_companion.tools.Buffers
 ---@return integer?
-local function loaded_buffer(path, roots)
-  local cache = {}
+local function loaded_buffer(path, buffers)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and buffer_path(buf, cache, roots) == path then
+    if vim.api.nvim_buf_is_loaded(buf) and buffer_path(buf, buffers) == path then
       return buf
     end
   end
@@ -139,16 +175,24 @@ end
 ---@param file gemini_companion.tools.File
 ---@return boolean
 local function answers(buf, file)
-  return vim.bo[buf].modified or (file.data ~= nil and holds(buf, file.data))
+  return vim.bo[buf].modified or (file.data ~= nil and not file.partial and holds(buf, file.data))
 end
 
-local ours = {} ---@type table<integer, true> hidden buffers `load` made for a language server
+--- Buffers `load` filled for tools and nobody has shown since: how they go when the last tool
+--- call using them is done (`release`): 'wipe' (made by `load`) or 'unload' (a buffer the user
+--- had, unloaded).
+---@class gemini_companion.tools.Ours
+---@field how 'wipe'|'unload'
+---@field users integer tool calls using it now
+local ours = {} ---@type table<integer, gemini_companion.tools.Ours>
 
 --- The buffer of `path` (not loaded yet), loaded hidden from `file`, the bytes tools.py read
 --- inside the workspace. Neovim reads the file again by its name, and a symlink swapped in since
 --- makes that another file: so it reads with every autocommand held back (no language server,
---- no plugin sees the text), the buffer is kept only if it holds exactly `file.data`, and only
---- then do its BufReadPost autocommands run (filetype, language servers), as for :edit.
+--- no plugin sees the text) and no swap file (none written beside the file, no prompt for one
+--- there), the buffer is kept only if it holds exactly `file.data`, and only then is its filetype
+--- detected (the `filetypedetect` BufReadPost autocommands, then FileType, which starts language
+--- servers): no BufEnter, no BufWinEnter, no other plugin's BufRead.
 ---@param path string
 ---@param file gemini_companion.tools.File
 ---@param roots string[]
@@ -159,32 +203,74 @@ local function load(path, file, roots)
     return nil, file.error
   end
   local changed = ("'%s' changed while it was being opened"):format(relative(path, roots))
-  local existed = vim.fn.bufexists(path) == 1
-  local buf = vim.fn.bufadd(path)
-  -- bufadd names a buffer after its folders resolved, and may return one of another name
-  -- (the same file through a link): either way not the file tools.py read.
-  if vim.api.nvim_buf_get_name(buf) ~= path or vim.bo[buf].buftype ~= '' then
+  if file.partial then -- read_buffer's range only: never a buffer's whole text
     return nil, changed
-  end
-  if vim.api.nvim_buf_is_loaded(buf) then -- loaded under this very name: the user's
-    return buf
   end
   local ignore = vim.o.eventignore
-  vim.o.eventignore = 'all'
-  local ok = pcall(vim.fn.bufload, buf)
-  local same = ok and holds(buf, file.data)
-  if not same then -- gone quietly, as it came; a buffer the user had keeps its place
-    pcall(vim.api.nvim_buf_delete, buf, { force = true, unload = existed })
-  end
+  vim.o.eventignore = 'all' -- not even BufNew/BufAdd: nobody sees this buffer until it holds the file
+  local ok, buf = pcall(function()
+    local existed = vim.fn.bufexists(path) == 1
+    local buf = vim.fn.bufadd(path)
+    -- bufadd names a buffer after its folders resolved, and may return one of another name
+    -- (the same file through a link): either way not the file tools.py read.
+    if vim.api.nvim_buf_get_name(buf) ~= path or vim.bo[buf].buftype ~= '' then
+      return nil
+    end
+    if vim.api.nvim_buf_is_loaded(buf) then -- loaded under this very name: the user's, or ours
+      if ours[buf] then -- loaded by a call still running (made since this one began): shared
+        if not answers(buf, file) then
+          return nil
+        end
+        ours[buf].users = ours[buf].users + 1
+      end
+      return buf
+    end
+    -- No swap file: none written for a file only a tool reads, no prompt for another's. Set
+    -- again only when the user is shown the buffer (open_file).
+    vim.bo[buf].swapfile = false
+    if not pcall(vim.fn.bufload, buf) or not holds(buf, file.data) then -- gone quietly, as it came
+      pcall(vim.api.nvim_buf_delete, buf, { force = true, unload = existed }) -- the user's keeps its place
+      return nil
+    end
+    ours[buf] = { how = existed and 'unload' or 'wipe', users = 1 }
+    return buf
+  end)
   vim.o.eventignore = ignore
-  if not same then
+  if not ok or not buf then
     return nil, changed
   end
-  vim.api.nvim_buf_call(buf, function()
-    vim.api.nvim_exec_autocmds('BufReadPost', { buffer = buf, modeline = false })
-  end)
-  ours[buf] = true
+  if ours[buf] then
+    vim.api.nvim_buf_call(buf, function()
+      -- Only the detection's group: a missing one (`:filetype off`) leaves the filetype empty.
+      pcall(vim.api.nvim_exec_autocmds, 'BufReadPost', { group = 'filetypedetect', buffer = buf, modeline = false })
+    end)
+  end
   return buf
+end
+
+--- The tool is done with `buf`: a buffer `load` filled for it goes again (unloaded, or wiped when
+--- `load` made it), unless someone has shown or edited it since. Memory does not grow with the
+--- number of files the model asks about; the user's buffers are never touched.
+---@param buf integer?
+---@param now? boolean whoever else uses it: it no longer holds the file
+local function release(buf, now)
+  local own = buf and ours[buf]
+  if not own then
+    return
+  end
+  own.users = own.users - 1
+  if own.users > 0 and not now then
+    return
+  end
+  ours[buf] = nil
+  if
+    vim.api.nvim_buf_is_valid(buf)
+    and vim.api.nvim_buf_is_loaded(buf)
+    and not vim.bo[buf].modified
+    and #vim.fn.win_findbuf(buf) == 0
+  then
+    pcall(vim.api.nvim_buf_delete, buf, { force = true, unload = own.how == 'unload' })
+  end
 end
 
 local handlers = {}
@@ -193,14 +279,14 @@ function handlers.get_diagnostics(args, done)
   local worst = SEVERITY[args.severity or 'hint']
   local buf = nil
   if args.path then
-    buf = loaded_buffer(args.path, args.roots)
+    buf = loaded_buffer(args.path, args.buffers)
     if not buf then
       return done({ diagnostics = {}, count = 0, omitted = 0, note = 'the file is not open in the editor' })
     end
   end
-  local cache, items = {}, {}
+  local items = {}
   for _, d in ipairs(vim.diagnostic.get(buf)) do
-    local path = d.severity <= worst and buffer_path(d.bufnr, cache, args.roots)
+    local path = d.severity <= worst and buffer_path(d.bufnr, args.buffers)
     local rel = path and relative(path, args.roots)
     if rel then
       table.insert(items, {
@@ -238,9 +324,9 @@ function handlers.get_open_buffers(args, done)
     local previous = vim.fn.win_getid(vim.fn.winnr('#'))
     current = previous ~= 0 and vim.api.nvim_win_get_buf(previous) or current
   end
-  local cache, items = {}, {}
+  local items = {}
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local path = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buflisted and buffer_path(buf, cache, args.roots)
+    local path = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buflisted and buffer_path(buf, args.buffers)
     local rel = path and relative(path, args.roots)
     if rel then
       local wins = vim.fn.win_findbuf(buf)
@@ -260,7 +346,7 @@ function handlers.get_open_buffers(args, done)
 end
 
 function handlers.read_buffer(args, done)
-  local buf = loaded_buffer(args.path, args.roots)
+  local buf = loaded_buffer(args.path, args.buffers)
   local disk = args.file.data ---@type string?
   local own = buf and answers(buf, args.file) -- else the file's bytes, even if it is open
   if not own and not disk then
@@ -270,13 +356,16 @@ function handlers.read_buffer(args, done)
   local total = #lines
   local first = math.min(args.start_line or 1, math.max(total, 1))
   local last = math.min(args.end_line or total, total)
-  local unsaved = own and (disk == nil or not holds(buf, disk)) or false
+  -- Only a range of the file was read (tools.py): its other lines are unknown, not unsaved.
+  local unsaved = own and (disk == nil or args.file.partial or not holds(buf, disk)) or false
+  local more = not own and args.file.partial or nil
   done({
     path = relative(args.path, args.roots),
     text = table.concat(vim.list_slice(lines, first, last), '\n'),
     start_line = first,
     end_line = last,
-    line_count = total,
+    line_count = not more and total or nil, -- unknown when the file goes on past what was read
+    more_lines = more,
     open_in_editor = buf ~= nil,
     unsaved_edits = unsaved,
   })
@@ -288,9 +377,9 @@ end
 ---@param method string
 ---@param done fun(buf: integer?, err: string?)
 local function lsp_buffer(args, method, done)
-  local buf = loaded_buffer(args.path, args.roots)
+  local buf = loaded_buffer(args.path, args.buffers)
   if buf and not answers(buf, args.file) then -- the file changed since, or a reload went elsewhere
-    if not ours[buf] or #vim.fn.win_findbuf(buf) > 0 then
+    if not ours[buf] or #vim.fn.win_findbuf(buf) > 0 then -- the user's, or shown: theirs to reload
       return done(
         nil,
         ("'%s' is open unchanged in the editor but is not the file on disk: reload it (:edit)"):format(
@@ -298,8 +387,11 @@ local function lsp_buffer(args, method, done)
         )
       )
     end
-    vim.api.nvim_buf_delete(buf, { force = true }) -- hidden and ours: loaded anew
+    ours[buf].users = ours[buf].users + 1
+    release(buf, true) -- hidden and ours: loaded anew
     buf = nil
+  elseif buf and ours[buf] then -- another call's hidden buffer: kept until both are done
+    ours[buf].users = ours[buf].users + 1
   end
   if not buf then
     local err
@@ -307,23 +399,23 @@ local function lsp_buffer(args, method, done)
     if not buf then
       return done(nil, err)
     end
-    if vim.bo[buf].filetype == '' then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd('filetype detect')
-      end)
-    end
   end
   local started = vim.uv.hrtime()
   local function try()
+    if not vim.api.nvim_buf_is_valid(buf) then -- another call found the file changed and let it go
+      return done(nil, ("'%s' changed while it was being opened"):format(relative(args.path, args.roots)))
+    end
     if #vim.lsp.get_clients({ bufnr = buf, method = method }) > 0 then
       return done(buf)
     end
     if (vim.uv.hrtime() - started) / 1e6 > ATTACH_TIMEOUT_MS then
       local any = #vim.lsp.get_clients({ bufnr = buf }) > 0
+      local filetype = vim.bo[buf].filetype
+      release(buf)
       return done(
         nil,
         any and ('no language server attached to this file answers %s'):format(method)
-          or ('no language server is attached to this file (filetype %q)'):format(vim.bo[buf].filetype)
+          or ('no language server is attached to this file (filetype %q)'):format(filetype)
       )
     end
     vim.defer_fn(try, 50)
@@ -370,15 +462,72 @@ local function request(buf, method, params, done)
   end, LSP_TIMEOUT_MS)
 end
 
---- A location's resolved path and workspace-relative path; nil when outside the workspace.
+-- The files the answer being shaped names, resolved (`resolve_names`); false: not in time.
+local resolved = {} ---@type table<string, string|false>
+
+--- Resolve every file a language server's answer names (`uri`, `targetUri`) off the main loop
+--- (libuv's thread pool: a name on a hung mount stalls no key), then done(shape()); after
+--- RESOLVE_TIMEOUT_MS, so anyway, and the names still pending count as outside.
+---@param results table
+---@param shape fun(): table the answer, made from `results` (`inside` sees the names resolved)
+---@param done fun(result: table?, err: string?)
+local function resolve_names(results, shape, done)
+  local names, pending, finished = {}, 0, false ---@type table<string, string|false>, integer, boolean
+  local function walk(value, depth)
+    for key, item in pairs(value) do
+      if (key == 'uri' or key == 'targetUri') and type(item) == 'string' then
+        local ok, path = pcall(vim.uri_to_fname, item)
+        if ok and names[path] == nil then
+          names[path], pending = false, pending + 1
+        end
+      elseif type(item) == 'table' and depth < 32 then
+        walk(item, depth + 1)
+      end
+    end
+  end
+  walk(results, 0)
+  local function finish()
+    if not finished then
+      finished = true
+      resolved = names
+      local ok, answer = pcall(shape)
+      resolved = {}
+      if ok then
+        done(answer)
+      else
+        done(nil, tostring(answer))
+      end
+    end
+  end
+  if pending == 0 then
+    return finish()
+  end
+  for path in pairs(names) do
+    vim.uv.fs_realpath(path, function(err, real)
+      vim.schedule(function()
+        if not finished then
+          names[path] = not err and real or path -- a file that is gone keeps its name
+          pending = pending - 1
+          if pending == 0 then
+            finish()
+          end
+        end
+      end)
+    end)
+  end
+  vim.defer_fn(finish, RESOLVE_TIMEOUT_MS)
+end
+
+--- A location's resolved path and workspace-relative path; nil when outside the workspace (or
+--- not resolved in time). Only inside `resolve_names`' done().
 ---@param uri string
 ---@param roots string[]
 ---@return string? path
 ---@return string? rel
 local function inside(uri, roots)
-  local path = vim.uri_to_fname(uri)
-  path = vim.uv.fs_realpath(path) or path
-  local rel = relative(path, roots)
+  local ok, name = pcall(vim.uri_to_fname, uri)
+  local path = ok and resolved[name]
+  local rel = path and relative(path, roots)
   if rel then
     return path, rel
   end
@@ -389,13 +538,14 @@ end
 ---@param uri string
 ---@param range table
 ---@param roots string[]
+---@param buffers gemini_companion.tools.Buffers
 ---@return table?
-local function location(uri, range, roots)
+local function location(uri, range, roots, buffers)
   local path, rel = inside(uri, roots)
   if not path then
     return nil
   end
-  local buf = loaded_buffer(path, roots)
+  local buf = loaded_buffer(path, buffers)
   local edited = buf and vim.bo[buf].modified -- unsaved text is the user's; the rest, the file's
   local line = edited and vim.api.nvim_buf_get_lines(buf, range.start.line, range.start.line + 1, false)[1]
   return {
@@ -410,7 +560,7 @@ local function location(uri, range, roots)
 end
 
 --- Locations from every server's answer, those outside the workspace counted, not shown.
-local function locations(results, roots)
+local function locations(results, roots, buffers)
   local items, outside, errors = {}, 0, {}
   for _, answer in pairs(results) do
     if answer.err then
@@ -421,7 +571,7 @@ local function locations(results, roots)
       result = { result }
     end
     for _, loc in ipairs(result or {}) do
-      local item = location(loc.uri or loc.targetUri, loc.range or loc.targetSelectionRange, roots)
+      local item = location(loc.uri or loc.targetUri, loc.range or loc.targetSelectionRange, roots, buffers)
       if item then
         table.insert(items, item)
       else
@@ -442,6 +592,7 @@ local function position_tool(method, shape)
       end
       local text = vim.api.nvim_buf_get_lines(buf, args.line - 1, args.line, false)[1]
       if not text then
+        release(buf)
         return done(nil, ('line %d is past the end of the file'):format(args.line))
       end
       local params = {
@@ -451,21 +602,27 @@ local function position_tool(method, shape)
       }
       request(buf, method, params, function(results, rerr)
         if not results then
+          release(buf)
           return done(nil, rerr)
         end
-        done(shape(results, args))
+        resolve_names(results, function()
+          return shape(results, args)
+        end, function(answer, serr)
+          release(buf) -- after shape: a location's line may be this buffer's
+          done(answer, serr)
+        end)
       end)
     end)
   end
 end
 
 handlers.lsp_definition = position_tool('textDocument/definition', function(results, args)
-  local items, outside = locations(results, args.roots)
+  local items, outside = locations(results, args.roots, args.buffers)
   return { definitions = items, outside_workspace = outside }
 end)
 
 handlers.lsp_references = position_tool('textDocument/references', function(results, args)
-  local items, outside = locations(results, args.roots)
+  local items, outside = locations(results, args.roots, args.buffers)
   return { references = items, count = #items, outside_workspace = outside }
 end)
 
@@ -524,14 +681,17 @@ function handlers.lsp_document_symbols(args, done)
       return done(nil, err)
     end
     request(buf, method, { textDocument = { uri = vim.uri_from_bufnr(buf) } }, function(results, rerr)
+      release(buf)
       if not results then
         return done(nil, rerr)
       end
-      local out = {}
-      for _, answer in pairs(results) do
-        flatten(answer.result or {}, nil, out, args.roots, relative(args.path, args.roots))
-      end
-      done({ symbols = out })
+      resolve_names(results, function()
+        local out = {}
+        for _, answer in pairs(results) do
+          flatten(answer.result or {}, nil, out, args.roots, relative(args.path, args.roots))
+        end
+        return { symbols = out }
+      end, done)
     end)
   end)
 end
@@ -547,11 +707,13 @@ function handlers.lsp_workspace_symbols(args, done)
     if not results then
       return done(nil, err)
     end
-    local out = {}
-    for _, answer in pairs(results) do
-      flatten(answer.result or {}, nil, out, args.roots)
-    end
-    done({ symbols = out, count = #out })
+    resolve_names(results, function()
+      local out = {}
+      for _, answer in pairs(results) do
+        flatten(answer.result or {}, nil, out, args.roots)
+      end
+      return { symbols = out, count = #out }
+    end, done)
   end)
 end
 
@@ -568,13 +730,17 @@ function handlers.open_file(args, done)
       break
     end
   end
-  local buf = loaded_buffer(args.path, args.roots)
+  local buf = loaded_buffer(args.path, args.buffers)
   if not buf then
     local err
     buf, err = load(args.path, args.file, args.roots)
     if not buf then
       return done(nil, err)
     end
+  end
+  if ours[buf] then -- shown to the user: theirs from now on, with a swap file as they set
+    ours[buf] = nil
+    vim.bo[buf].swapfile = vim.go.swapfile
   end
   vim.bo[buf].buflisted = true
   local tick = vim.api.nvim_buf_get_changedtick(buf)
@@ -634,12 +800,15 @@ function M.call(id, name, args)
   if not handler then
     return reply(id, nil, 'unknown tool ' .. name)
   end
-  local ok, err = pcall(handler, args, function(result, why)
-    reply(id, result, why)
+  resolve_buffers(args.roots or {}, function(buffers)
+    args.buffers = buffers
+    local ok, err = pcall(handler, args, function(result, why)
+      reply(id, result, why)
+    end)
+    if not ok then
+      reply(id, nil, tostring(err))
+    end
   end)
-  if not ok then
-    reply(id, nil, tostring(err))
-  end
 end
 
 return M

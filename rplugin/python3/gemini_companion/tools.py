@@ -11,13 +11,18 @@ gives are never read by path: `read_inside` opens the file one component at a ti
 through the root as it was resolved when it was set (launch.clean_roots), without following any
 link, and Lua gets those bytes (`file`) with the call. A root is never resolved again: a root
 (or a folder above it) replaced by a link later is refused, never followed.
+Reads run off the server loop, each on its own thread, for at most READ_SECONDS (`Reader`): a
+file on a hung mount is a one-line error in time and holds up no later call. read_buffer with an
+end_line reads only up to that line (a 200 MB log answers its first lines).
 Lua reads no file itself; where Neovim must load one (a language server needs a buffer) it keeps
-the buffer only if it holds exactly these bytes. Snippets of other files (an LSP definition's
-line) come from `read_inside` too, so a location outside the workspace never brings its text.
+the buffer only if it holds exactly these bytes, and lets it go when the tool is done. Snippets
+of other files (an LSP definition's line) come from `read_inside` too, so a location outside the
+workspace never brings its text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import json
@@ -36,8 +41,11 @@ if TYPE_CHECKING:
     from .companion import Editor
 
 ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools.lua)
+READ_SECONDS = 5.0  # a file that gives no bytes in this time (a hung mount) is an error
+MAX_HUNG_READS = 16  # reads still stuck after their time: more refuse at once (threads are not free)
 SEVERITIES = ("error", "warning", "info", "hint")
 MAX_FILE_BYTES = 8 << 20  # what a tool reads of one file; a larger one is refused
+CHUNK = 64 << 10  # one read(2): a range reads at most this much past its last line
 MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX); longer is no file name
 MAX_STRING = 1000  # any other string argument (a symbol query)
 MAX_INTEGER = 2**31 - 1  # lines and columns
@@ -123,12 +131,14 @@ def _root_of(path: str, roots: list[str]) -> str | None:
     return None
 
 
-def read_inside(path: str, roots: list[str]) -> bytes:
+def read_inside(path: str, roots: list[str], lines: int | None = None) -> bytes:
     """The bytes of the regular file `path` (absolute, resolved: what `confine` returns), opened
     one component at a time from `/` through its root as stored, never through a symlink
     (O_NOFOLLOW): a link or directory swapped in after the check, for a folder of the file or of
     the root, makes the open fail instead of leaving the workspace. FIFOs and devices are refused
-    without blocking (O_NONBLOCK, then fstat), large files by size. ToolError (one line) for all
+    without blocking (O_NONBLOCK, then fstat), large files by size. With `lines`, only the file's
+    first `lines` lines are read (the bytes end after the last one's newline, or at the end of the
+    file): the size limit is then on those bytes, not on the file. ToolError (one line) for all
     of that."""
     root = _root_of(path, roots)
     if root is None:
@@ -158,15 +168,27 @@ def read_inside(path: str, roots: list[str]) -> bytes:
             raise ToolError(f"{name} is a directory")
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(f"{name} is not a regular file (a FIFO, socket or device)")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_FILE_BYTES and info.st_size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+        too_big = f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
+        if lines is None and info.st_size > MAX_FILE_BYTES:
+            raise ToolError(too_big)
+        data = bytearray()
+        found = 0  # newlines in `data`
+        while len(data) <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(CHUNK, MAX_FILE_BYTES + 1 - len(data)))
             if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
-        raise ToolError(f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads")
+                return bytes(data)
+            if lines is not None and found + chunk.count(b"\n") >= lines:
+                end = -1
+                for _ in range(lines - found):
+                    end = chunk.index(b"\n", end + 1)
+                return bytes(data + chunk[: end + 1])
+            found += chunk.count(b"\n")
+            data += chunk
+        if lines is not None:
+            raise ToolError(
+                f"the first {lines} lines of {name} are more than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
+            )
+        raise ToolError(too_big)
     except OSError as err:
         raise ToolError(f"{name}: {err.strerror}") from None
     finally:
@@ -204,30 +226,94 @@ def _why(err: OSError, part: str, dir_fd: int) -> str:
         return "changed while it was being opened (a symlink appeared)"
     if err.errno in (errno.ENOENT, errno.ENOTDIR):
         return "no such file"
+    if err.errno == errno.ENXIO:  # what open(2) says of a socket (and of a device with no driver)
+        return "is not a regular file (a socket or device)"
     return err.strerror or str(err)
 
 
-def _file(path: str, roots: list[str]) -> dict[str, Any]:
-    """What Lua gets of the file a tool names: its bytes, or why there are none."""
+def _file(path: str, roots: list[str], lines: int | None = None) -> dict[str, Any]:
+    """What Lua gets of the file a tool names: its bytes (`partial` when only the first `lines`
+    lines were read and the file goes on), or why there are none."""
     try:
-        return {"data": read_inside(path, roots)}
+        data = read_inside(path, roots, lines)
     except ToolError as err:
         return {"error": str(err)}
     except OSError as err:  # none is expected: still one line, never a traceback
         return {"error": f"{quote(path, 200)}: {err.strerror or err}"}
+    if lines is not None and data.count(b"\n") >= lines:
+        return {"data": data, "partial": True}
+    return {"data": data}
+
+
+class Reader:
+    """Runs file reads off the server loop, each on a thread of its own, for at most
+    READ_SECONDS: a read stuck in the kernel (a hung mount) cannot be cancelled, so it keeps only
+    its own thread and never holds up later calls (the shared executor would, once its few workers
+    all hang). While MAX_HUNG_READS reads are still stuck past their time, reads are refused at
+    once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hung = 0
+
+    async def run(self, what: str, read: Callable[[], Any]) -> Any:
+        """read()'s value, or ToolError (one line) when it does not return in time."""
+        import asyncio  # here, not at the top: asyncio costs the host's startup 45 ms
+
+        with self._lock:
+            if self._hung >= MAX_HUNG_READS:
+                raise ToolError(f"{self._hung} earlier file reads are still hung (a stuck mount?)")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        state = {"ended": False, "late": False}
+
+        def work() -> None:
+            try:
+                value: Any = ("ok", read())
+            except Exception as err:  # noqa: BLE001 - handed to the caller, who raises it
+                value = ("raise", err)
+            with self._lock:
+                state["ended"] = True
+                self._hung -= state["late"]
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+                loop.call_soon_threadsafe(_hand, future, value)
+
+        threading.Thread(target=work, name="gemini-companion-read", daemon=True).start()
+        try:
+            kind, value = await asyncio.wait_for(asyncio.shield(future), READ_SECONDS)
+        except asyncio.TimeoutError:
+            with self._lock:
+                if not state["ended"]:
+                    state["late"] = True
+                    self._hung += 1
+            raise ToolError(f"{what} gave nothing within {READ_SECONDS:g} s (a hung mount?)") from None
+        if kind == "raise":
+            raise value
+        return value
+
+
+def _hand(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
 
 
 def _add_snippets(items: list[dict[str, Any]], roots: list[str]) -> None:
-    """A location's line, read inside the workspace: Lua gives the line of a buffer with unsaved
-    edits, and `file` (the resolved path, dropped here) for the others."""
+    """A location's line, read inside the workspace (up to the last line asked for): Lua gives
+    the line of a buffer with unsaved edits, and `file` (the resolved path, dropped here) for the
+    others."""
+    wanted: dict[str, int] = {}
+    for item in items:
+        path, line = item.get("file"), item.get("line")
+        if isinstance(path, str) and "text" not in item and isinstance(line, int) and line >= 1:
+            wanted[path] = max(wanted.get(path, 0), line)
     lines: dict[str, list[str] | None] = {}
     for item in items:
         path = item.pop("file", None)
-        if not isinstance(path, str) or "text" in item:
+        if not isinstance(path, str) or "text" in item or path not in wanted:
             continue
         if path not in lines:
             try:
-                lines[path] = read_inside(path, roots).decode("utf-8", "replace").split("\n")
+                lines[path] = read_inside(path, roots, wanted[path]).decode("utf-8", "replace").split("\n")
             except (ToolError, OSError):  # no text then: the location stands alone
                 lines[path] = None
         found = lines[path]
@@ -285,6 +371,7 @@ class ToolsFeature:
         self._link = link
         self._workspace = workspace
         self._ids = itertools.count(1)
+        self._reader = Reader()
         self._lock = threading.Lock()
         self._waiting: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]]]] = {}
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {"tool_result": self._result}
@@ -310,22 +397,32 @@ class ToolsFeature:
 
     def _handler(self, name: str) -> Callable[[str, dict[str, Any]], Any]:
         async def call(_session_id: str, args: dict[str, Any]) -> dict[str, Any]:
-            import asyncio  # here, not at the top: asyncio costs the host's startup 45 ms
-
             roots = self._workspace()
             try:
                 checked = check(name, args, roots)
             except ToolError as err:
                 return error(one_line(f"{name}: {err}"))
-            if name in READS:  # off the server loop: a slow disk must not stall other requests
-                checked["file"] = await asyncio.to_thread(_file, checked["path"], roots)
+            if name in READS:  # off the server loop, bounded: a hung disk stalls nothing else
+                lines = checked.get("end_line") if name == "read_buffer" else None
+                try:
+                    path = checked["path"]
+                    name_ = quote(os.path.relpath(path, _root_of(path, roots) or os.sep), 200)
+                    checked["file"] = await self._reader.run(name_, lambda: _file(path, roots, lines))
+                except ToolError as err:  # nothing asked of Neovim: nothing left pending there
+                    return error(one_line(f"{name}: {err}"))
             answer = await self._ask(name, checked)
             if "error" in answer:
                 return error(clean(one_line(f"{name}: {answer['error']}")))
             result = answer.get("result")
             items = result.get(SNIPPETS[name]) if name in SNIPPETS and isinstance(result, dict) else None
             if isinstance(items, list):
-                await asyncio.to_thread(_add_snippets, items, roots)
+                mine = [dict(item) if isinstance(item, dict) else item for item in items]
+                try:  # on a copy: a read still hung after its time must change nothing sent
+                    await self._reader.run("a location's file", lambda: _add_snippets(mine, roots))
+                    result[SNIPPETS[name]] = mine  # type: ignore[index]  # a dict: `items` came from it
+                except ToolError:  # the locations stand without their lines
+                    for item in items:
+                        item.pop("file", None)
             return text(clean(json.dumps(result, ensure_ascii=False)))
 
         return call
