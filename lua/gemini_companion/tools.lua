@@ -48,42 +48,60 @@ end
 
 ---@alias gemini_companion.tools.Buffers table<integer, string|false> buffer -> resolved path
 
---- The resolved file paths of the buffers named inside the workspace, then done(buffers). A
---- buffer named elsewhere (the user's ~/.ssh/config, say) is never the tools' business, wherever
---- a link makes its name point. Resolved off the main loop (libuv's thread pool: a buffer of a
---- file on a hung mount stalls no key); one not resolved within RESOLVE_TIMEOUT_MS is left out.
----@param roots string[]
----@param done fun(buffers: gemini_companion.tools.Buffers)
-local function resolve_buffers(roots, done)
-  local buffers, pending, finished = {}, 0, false ---@type gemini_companion.tools.Buffers, integer, boolean
+--- `paths` (key -> path) resolved off the main loop (libuv's thread pool: a file on a hung mount
+--- stalls no key), then done(key -> real path; a file that is gone keeps its name; false: not
+--- resolved within RESOLVE_TIMEOUT_MS).
+---@generic K
+---@param paths table<K, string>
+---@param done fun(real: table<K, string|false>)
+local function realpaths(paths, done)
+  local real, pending, finished = {}, 0, false
   local function finish()
     if not finished then
       finished = true
-      done(buffers)
+      done(real)
     end
   end
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local name = vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) or ''
-    buffers[buf] = false
-    if name ~= '' and relative(name, roots) then
-      pending = pending + 1
-      vim.uv.fs_realpath(name, function(err, real)
-        vim.schedule(function()
-          if not finished then
-            buffers[buf] = not err and real or name -- a file that is gone keeps its name
-            pending = pending - 1
-            if pending == 0 then
-              finish()
-            end
+  for key, path in pairs(paths) do
+    real[key], pending = false, pending + 1
+    vim.uv.fs_realpath(path, function(err, resolved)
+      vim.schedule(function()
+        if not finished then
+          real[key] = not err and resolved or path
+          pending = pending - 1
+          if pending == 0 then
+            finish()
           end
-        end)
+        end
       end)
-    end
+    end)
   end
   if pending == 0 then
     return finish()
   end
   vim.defer_fn(finish, RESOLVE_TIMEOUT_MS)
+end
+
+--- The resolved file paths of the buffers named inside the workspace, then done(buffers). A
+--- buffer named elsewhere (the user's ~/.ssh/config, say) is never the tools' business, wherever
+--- a link makes its name point; one not resolved in time is left out too.
+---@param roots string[]
+---@param done fun(buffers: gemini_companion.tools.Buffers)
+local function resolve_buffers(roots, done)
+  local inside = {} ---@type table<integer, string>
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.bo[buf].buftype == '' and vim.api.nvim_buf_get_name(buf) or ''
+    if name ~= '' and relative(name, roots) then
+      inside[buf] = name
+    end
+  end
+  realpaths(inside, function(real)
+    local buffers = {} ---@type gemini_companion.tools.Buffers
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      buffers[buf] = real[buf] or false
+    end
+    done(buffers)
+  end)
 end
 
 --- Resolved file path of a buffer named inside the workspace (`resolve_buffers`).
@@ -472,13 +490,13 @@ local resolved = {} ---@type table<string, string|false>
 ---@param shape fun(): table the answer, made from `results` (`inside` sees the names resolved)
 ---@param done fun(result: table?, err: string?)
 local function resolve_names(results, shape, done)
-  local names, pending, finished = {}, 0, false ---@type table<string, string|false>, integer, boolean
+  local names = {} ---@type table<string, string>
   local function walk(value, depth)
     for key, item in pairs(value) do
       if (key == 'uri' or key == 'targetUri') and type(item) == 'string' then
         local ok, path = pcall(vim.uri_to_fname, item)
-        if ok and names[path] == nil then
-          names[path], pending = false, pending + 1
+        if ok then
+          names[path] = path
         end
       elseif type(item) == 'table' and depth < 32 then
         walk(item, depth + 1)
@@ -486,36 +504,16 @@ local function resolve_names(results, shape, done)
     end
   end
   walk(results, 0)
-  local function finish()
-    if not finished then
-      finished = true
-      resolved = names
-      local ok, answer = pcall(shape)
-      resolved = {}
-      if ok then
-        done(answer)
-      else
-        done(nil, tostring(answer))
-      end
+  realpaths(names, function(real)
+    resolved = real
+    local ok, answer = pcall(shape)
+    resolved = {}
+    if ok then
+      done(answer)
+    else
+      done(nil, tostring(answer))
     end
-  end
-  if pending == 0 then
-    return finish()
-  end
-  for path in pairs(names) do
-    vim.uv.fs_realpath(path, function(err, real)
-      vim.schedule(function()
-        if not finished then
-          names[path] = not err and real or path -- a file that is gone keeps its name
-          pending = pending - 1
-          if pending == 0 then
-            finish()
-          end
-        end
-      end)
-    end)
-  end
-  vim.defer_fn(finish, RESOLVE_TIMEOUT_MS)
+  end)
 end
 
 --- A location's resolved path and workspace-relative path; nil when outside the workspace (or
