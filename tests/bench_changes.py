@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
@@ -34,6 +35,11 @@ def big_repo(root: Path) -> None:
     git(root, "commit", "-qm", "base")
     for i in range(5):  # a few files touched since the commit
         (root / "d00" / f"f{i:04}.txt").write_text(f"edited {i}\n" + line * 50)
+
+
+def objects(repo: Path) -> int:
+    """Files in the repository's object store (loose objects and packs), counted without git."""
+    return sum(len(files) for _, _, files in os.walk(repo / ".git" / "objects"))
 
 
 def run() -> list[Row]:
@@ -68,6 +74,15 @@ def run() -> list[Row]:
 
             turn = a_turn(editor, sandbox.project, hundred, agent="bench")
             assert len(turn["files"]) == 100
+            # The user's object store stays the user's: a turn among 2,000 untracked files adds nothing
+            # to it (their objects go to our own repository), so their next commit has nothing to pack.
+            untracked = sandbox.project / "untracked"
+            untracked.mkdir()
+            for i in range(2000):
+                (untracked / f"u{i:04}.txt").write_text(f"scratch {i}\n")
+            before = objects(sandbox.project)
+            a_turn(editor, sandbox.project, lambda: (untracked / "u0000.txt").write_text("changed\n"), agent="bench")
+            added = objects(sandbox.project) - before
             listing = statistics.median(
                 editor.lua(
                     "local t = vim.uv.hrtime() vim.cmd('GeminiChanges') vim.cmd('cclose')"
@@ -103,6 +118,7 @@ def run() -> list[Row]:
         row("  worst main-loop stall meanwhile", stall, "ms", "<= 16", stall <= 16),
         row(":GeminiChanges, a turn of 100 files", listing, "ms", "<= 50", listing <= 50),
         row("take back one hunk (changes diff, dp)", revert, "ms", "<= 20", revert <= 20),
+        row("objects added to the user's repository by a turn (2,000 untracked files)", added, "", "0", added == 0),
     ]
 
 
