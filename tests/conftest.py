@@ -66,6 +66,18 @@ def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str =
         time.sleep(0.02)
 
 
+def edit_with_pylsp(editor: Editor, path: Path) -> Editor:
+    """`editor` with pylsp started on FileType (PYLSP), editing `path`, once pylsp is initialized."""
+    editor.lua(PYLSP, PYLSP_BIN)
+    editor.nvim.command(f"edit {path}")
+    wait_for(
+        lambda: editor.lua("local c = vim.lsp.get_clients({ name = 'pylsp' })[1] return c ~= nil and c.initialized"),
+        60,
+        "pylsp to initialize",
+    )
+    return editor
+
+
 class Sandbox:
     """One test's world: directories and the environment every process in it sees."""
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYLSP, PYLSP_BIN, Editor, Sandbox, nvim_binary, wait_for
+from conftest import Editor, Sandbox, edit_with_pylsp, nvim_binary, wait_for
 from mcp_raw import ToolsClient
 
 
@@ -146,14 +146,7 @@ def lsp_editor(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> Edito
     (sandbox.project / "source.py").write_text(module("inside"))
     editor = editor_factory()
     editor.wait_state("running")
-    editor.lua(PYLSP, PYLSP_BIN)
-    editor.nvim.command(f"edit {sandbox.project / 'source.py'}")
-    wait_for(
-        lambda: editor.lua("local c = vim.lsp.get_clients({ name = 'pylsp' })[1] return c ~= nil and c.initialized"),
-        60,
-        "pylsp to initialize",
-    )
-    return editor
+    return edit_with_pylsp(editor, sandbox.project / "source.py")
 
 
 def test_files_asked_about_are_loaded_quietly_and_let_go(lsp_editor, sandbox):

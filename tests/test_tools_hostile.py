@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PYLSP, PYLSP_BIN, Editor, Sandbox, wait_for
+from conftest import Editor, Sandbox, edit_with_pylsp, wait_for
 from mcp_raw import RawSession, ToolsClient
 
 AT_FDCWD, RENAME_EXCHANGE = -100, 2  # linux/fcntl.h, linux/fs.h
@@ -87,14 +87,7 @@ def lsp_editor(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> Edito
     (sandbox.project / "source.py").write_text(module(INSIDE))
     editor = editor_factory()
     editor.wait_state("running")
-    editor.lua(PYLSP, PYLSP_BIN)
-    editor.nvim.command(f"edit {sandbox.project / 'source.py'}")
-    wait_for(
-        lambda: editor.lua("local c = vim.lsp.get_clients({ name = 'pylsp' })[1] return c ~= nil and c.initialized"),
-        60,
-        "pylsp to initialize",
-    )
-    return editor
+    return edit_with_pylsp(editor, sandbox.project / "source.py")
 
 
 Step = tuple[Callable[[], None], float]  # what to do, then the longest pause after it (seconds)
