@@ -273,8 +273,9 @@ def port_listening(port: int) -> bool:
         return False
 
 
-def _is_stale(path: Path, name_pid: int | None, port: int | None) -> bool:
-    """`port` None: an agent's file (access.py), judged by its owner field alone."""
+def is_stale(path: Path, name_pid: int | None, port: int | None) -> bool:
+    """Whether `path` (a regular file of ours) names a server that is gone. `port` None: an agent's
+    file (access.py) or a hook key file (hook_keys.py), judged by its owner field alone."""
     try:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
@@ -316,7 +317,7 @@ def sweep_stale() -> list[Path]:
                 continue
             name_pid, port = parse(match)
             path = directory / name
-            if _is_stale(path, name_pid, port):
+            if is_stale(path, name_pid, port):
                 remove(path)
                 removed.append(path)
     return removed

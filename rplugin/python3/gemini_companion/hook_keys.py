@@ -9,7 +9,6 @@ ours (discovery.py's checked writes). Thread-safe; standard library only.
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import threading
 from pathlib import Path
@@ -43,9 +42,7 @@ class HookKeys:
         }
         path = discovery.write_secret_json(directory, f"{key}.json", payload)
         with self._lock:
-            old, self._written[agent] = self._written.get(agent), path
-        if old is not None and old != path:
-            discovery.remove(old)
+            self._written[agent] = path  # the same path for this agent while the server runs
         return key
 
     def remove(self, agent: str | None) -> None:
@@ -66,18 +63,7 @@ def sweep_stale() -> int:
     directory = Path(key_dir())
     if discovery.check_dir(directory):
         return 0
-    removed = 0
-    for path in directory.glob("*.json"):
-        if not valid_key(path.stem):
-            continue
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict) or not isinstance(owner := data.get(discovery.OWNER_FIELD), int):
-            continue
-        started = data.get(discovery.OWNER_START_FIELD)
-        if owner != os.getpid() and not discovery.pid_alive(owner, started if isinstance(started, int) else None):
-            discovery.remove(path)
-            removed += 1
-    return removed
+    stale = [path for path in directory.glob("*.json") if valid_key(path.stem) and discovery.is_stale(path, None, None)]
+    for path in stale:
+        discovery.remove(path)
+    return len(stale)

@@ -396,6 +396,16 @@ def owner(uid: int) -> str:
         return f"uid {uid}"
 
 
+def yours(where: str, st: os.stat_result) -> None:
+    """Refused unless the file (or the folder a new one goes into) is this user's: a file left
+    owned by root (`sudo nvim` with the user's HOME) is one the user's own CLI cannot rewrite."""
+    if st.st_uid != os.geteuid():
+        raise Refused(
+            f"{where} belongs to {owner(st.st_uid)}, not to you ({owner(os.geteuid())}): "
+            "run Neovim as that user; nothing was changed"
+        )
+
+
 def read_settings(path: str, target: str) -> str:
     """The settings text, after the checks that make writing it the user's own act."""
     where = path if target == path else f"{path} (a link to {target})"
@@ -407,19 +417,11 @@ def read_settings(path: str, target: str) -> str:
         ancestor = os.path.dirname(target)
         while not os.path.isdir(ancestor) and ancestor != os.path.dirname(ancestor):
             ancestor = os.path.dirname(ancestor)
-        if os.stat(ancestor).st_uid != os.geteuid():
-            raise Refused(
-                f"{ancestor} belongs to {owner(os.stat(ancestor).st_uid)}, not to you ({owner(os.geteuid())}): "
-                "run Neovim as that user; nothing was changed"
-            ) from None
+        yours(ancestor, os.stat(ancestor))
         return ""
     if not stat.S_ISREG(st.st_mode):
         raise Refused(f"{where} is not a regular file: nothing was changed")
-    if st.st_uid != os.geteuid():
-        raise Refused(
-            f"{where} belongs to {owner(st.st_uid)}, not to you ({owner(os.geteuid())}): "
-            "run Neovim as that user; nothing was changed"
-        )
+    yours(where, st)
     if not st.st_mode & stat.S_IWUSR:
         raise Refused(f"{where} is read-only: nothing was changed")
     with open(target, "rb") as f:
