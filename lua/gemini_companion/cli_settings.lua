@@ -184,11 +184,14 @@ end
 --- They are ours, written after the user's yes: replace them with the current entries at start,
 --- touching nothing else, and say so once (not with cli_settings = 'never': then :checkhealth
 --- names them).
+local stale_checked = false -- once a session: a later setup() finds nothing new
+
 function M.replace_stale_hooks()
   local config = require('gemini_companion.config').options
-  if config.cli_settings == 'never' or not config.changes.enabled then
+  if stale_checked or config.cli_settings == 'never' or not config.changes.enabled then
     return
   end
+  stale_checked = true
   local settings = json_file.read(M.path('gemini'))
   if not settings or vim.tbl_isempty(stale_hooks(settings, M.wanted('gemini'))) then
     return

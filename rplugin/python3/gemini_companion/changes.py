@@ -189,7 +189,7 @@ class ChangesFeature:
             after = last.after or self._snapshotter.take(last.before.work_tree)
             files = self._snapshotter.changes(first.before, after)
         except (SnapshotError, OSError) as err:
-            self._show(None, (str(err).splitlines() or [type(err).__name__])[0][:200])
+            self._show(None, _first_line(err))
             return
         span = Turn(0, ", ".join(dict.fromkeys(t.agent for t in turns)), "span", first.before, after, files)
         self._show(span.describe(), None)
@@ -215,7 +215,7 @@ class ChangesFeature:
                 lost = ending is not None and ending.after is None
                 if lost:
                     self._turns = [t for t in self._turns if t is not ending]
-            why = (str(err).splitlines() or [type(err).__name__])[0][:200]
+            why = _first_line(err)
             what = f"{agent}'s turn {ending.id} dropped" if lost and ending else f"{agent}'s turn not tracked"
             self._editor.lua("require('gemini_companion.state').notify(...)", f"changes: {what}: {why}", "warn")
             self._link.changed()
@@ -388,3 +388,8 @@ def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=folder)
         raise
+
+
+def _first_line(err: BaseException) -> str:
+    """An error as the user is told it: its first line, short (its kind when it says nothing)."""
+    return (str(err).splitlines() or [type(err).__name__])[0][:200]

@@ -276,7 +276,7 @@ class Reader:
                 state["ended"] = True
                 self._hung -= state["late"]
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-                loop.call_soon_threadsafe(_hand, future, value)
+                loop.call_soon_threadsafe(_settle, future, value)
 
         threading.Thread(target=work, name="gemini-companion-read", daemon=True).start()
         try:
@@ -290,11 +290,6 @@ class Reader:
         if kind == "raise":
             raise value
         return value
-
-
-def _hand(future: asyncio.Future[Any], value: Any) -> None:
-    if not future.done():
-        future.set_result(value)
 
 
 def _add_snippets(items: list[dict[str, Any]], roots: list[str]) -> None:
@@ -453,6 +448,6 @@ class ToolsFeature:
             loop.call_soon_threadsafe(_settle, future, params)
 
 
-def _settle(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any]) -> None:
+def _settle(future: asyncio.Future[Any], answer: Any) -> None:
     if not future.done():
         future.set_result(answer)
