@@ -6,7 +6,7 @@ NODE_DIR := tests/node
 # Neovim >= 0.10 for tests and the demo: the one on PATH, else one installed into the venv (make dev).
 NVIM = $(shell cat $(VENV)/nvim-path)
 
-.PHONY: install dev node demo test test-unit lint format bench soak clean
+.PHONY: install dev node demo test test-unit lint format bench soak clean tools lint-tools
 
 # The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
 # from PyPI (pynvim, uvicorn, psutil and what they need) and doc/tags. Nothing else is downloaded.
@@ -48,8 +48,19 @@ demo: install $(VENV)/nvim-path
 LUA := lua plugin tests/init.lua tests/unit/lua
 STYLUA := $(NODE_DIR)/node_modules/.bin/stylua
 
+# What `make test` needs that no step here installs (scripts/need_tools.sh names each missing one
+# and its Debian package in one line): luacheck (Debian's lua-check; no other registry has it), tmux,
+# git, Node >= 20 and npm.
+TEST_TOOLS := luacheck tmux git node npm
+# $(error) stops make in that one line (a failing recipe would add make's own second line).
+need = $(eval missing := $(shell scripts/need_tools.sh $(1)))$(if $(missing),$(error $(missing)))
+tools:
+	@:$(call need,$(TEST_TOOLS))
+lint-tools:
+	@:$(call need,luacheck node npm)
+
 # Python: ruff and mypy. Lua: StyLua (from npm, with the test clients) and luacheck (Debian's lua-check).
-lint: dev node
+lint: lint-tools dev node
 	$(VENV)/bin/ruff check rplugin tests scripts
 	$(VENV)/bin/ruff format --check rplugin tests scripts
 	$(VENV)/bin/mypy
@@ -61,7 +72,7 @@ format: dev node
 	$(VENV)/bin/ruff format rplugin tests scripts
 	$(STYLUA) $(LUA)
 
-test: dev node lint
+test: tools dev node lint
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -m "not bench" -p no:cacheprovider
 
 # The fast layer alone (no server, no network): pure helpers, contracts, the hop map, Lua units.
