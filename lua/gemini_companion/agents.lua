@@ -137,7 +137,8 @@ local function connection_env()
       env[key] = value
     end
   end
-  env.QWEN_CODE_SYSTEM_DEFAULTS_PATH = vim.env.QWEN_CODE_SYSTEM_DEFAULTS_PATH
+  local defaults = require('gemini_companion.env').qwen_system_defaults
+  env[defaults] = vim.env[defaults]
   return env
 end
 

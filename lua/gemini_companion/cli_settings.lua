@@ -8,13 +8,11 @@
 --- without it. 'ask' writes only after an explicit Yes (no UI, <Esc>, <C-c>: no). Gemini CLI has no other way for a normal
 --- user (it ignores a system-defaults file it does not find root-owned); Qwen gets IDE mode per
 --- session anyway (qwen_defaults.lua), so its user file only matters for a Qwen started outside.
+local env = require('gemini_companion.env')
 local json_file = require('gemini_companion.json_file')
 local message = require('gemini_companion.message')
 
 local M = {}
-
---- The variable our tool entries name: an entry whose URL holds it is ours, record or not.
-local MCP_URL = 'GEMINI_COMPANION_MCP_URL'
 
 M.clis = { 'gemini', 'qwen' }
 
@@ -28,7 +26,7 @@ M.clis = { 'gemini', 'qwen' }
 function M.wanted(cli)
   local want = { ['ide.enabled'] = true, ['ide.hasSeenNudge'] = true }
   if cli == 'gemini' then
-    local url, authorization = '${' .. MCP_URL .. ':-}', 'Bearer ${GEMINI_COMPANION_MCP_TOKEN:-}'
+    local url, authorization = '${' .. env.mcp_url .. ':-}', 'Bearer ${' .. env.mcp_token .. ':-}'
     for name, server in pairs(require('gemini_companion.tools').servers(cli, url, authorization) or {}) do
       want['mcpServers.' .. name] = server
     end
@@ -87,10 +85,10 @@ end
 ---@return string
 function M.path(cli)
   if cli == 'gemini' then
-    local home = vim.env.GEMINI_CLI_HOME
+    local home = vim.env[env.gemini_home]
     return ((home and home ~= '') and home or vim.env.HOME) .. '/.gemini/settings.json'
   end
-  local home = vim.env.QWEN_HOME
+  local home = vim.env[env.qwen_home]
   return ((home and home ~= '') and home or (vim.env.HOME .. '/.qwen')) .. '/settings.json'
 end
 
@@ -133,7 +131,9 @@ local function edit(verb, cli, only_hooks)
   end
   if verb == 'disable' then -- without a record (lost, or another Neovim's): what is plainly ours
     for name, server in pairs(type(settings.mcpServers) == 'table' and settings.mcpServers or {}) do
-      if type(server) == 'table' and type(server.httpUrl) == 'string' and server.httpUrl:find(MCP_URL, 1, true) then
+      -- A tool entry whose URL names our variable is ours, record or not.
+      local url = type(server) == 'table' and server.httpUrl
+      if type(url) == 'string' and url:find(env.mcp_url, 1, true) then
         table.insert(argv, 'mcpServers.' .. name .. '~=' .. vim.json.encode(server))
       end
     end
@@ -213,22 +213,23 @@ function M.disable(cli)
 end
 
 --- Does Gemini CLI trust `dir` (it starts no MCP server and runs no hooks in an untrusted
---- folder)? Its own order: GEMINI_CLI_TRUST_WORKSPACE, then `security.folderTrust.enabled`
+--- folder)? Its own order: its trust variables, then `security.folderTrust.enabled`
 --- (on by default), then the longest matching rule of its trustedFolders.json. nil: no rule,
 --- so Gemini asks at start.
 ---@param dir string
 ---@return boolean? trusted, string why
 function M.gemini_trust(dir)
-  if vim.env.GEMINI_RESTRICTED_MODE == 'true' or vim.env.GEMINI_CLI_TRUST_WORKSPACE == 'false' then
-    return false, 'GEMINI_CLI_TRUST_WORKSPACE=false or GEMINI_RESTRICTED_MODE=true'
-  elseif vim.env.GEMINI_CLI_TRUST_WORKSPACE == 'true' then
-    return true, 'GEMINI_CLI_TRUST_WORKSPACE=true'
+  local trust = vim.env[env.gemini_trust_workspace]
+  if vim.env[env.gemini_restricted] == 'true' or trust == 'false' then
+    return false, ('%s=false or %s=true'):format(env.gemini_trust_workspace, env.gemini_restricted)
+  elseif trust == 'true' then
+    return true, env.gemini_trust_workspace .. '=true'
   end
   local settings = json_file.read(M.path('gemini')) or {}
   if vim.tbl_get(settings, 'security', 'folderTrust', 'enabled') == false then
     return true, 'folder trust is off (security.folderTrust.enabled)'
   end
-  local rules_path = vim.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH
+  local rules_path = vim.env[env.gemini_trusted_folders]
   if not rules_path or rules_path == '' then
     rules_path = vim.fs.dirname(M.path('gemini')) .. '/trustedFolders.json'
   end

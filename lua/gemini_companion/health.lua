@@ -351,7 +351,8 @@ local function check_env()
     end
   end
   if s.state == 'running' then
-    if vim.env.GEMINI_CLI_IDE_SERVER_PORT == tostring(s.port) and vim.env.GEMINI_CLI_IDE_AUTH_TOKEN then
+    local env = require('gemini_companion.env')
+    if vim.env[env.gemini_port] == tostring(s.port) and vim.env[env.gemini_token] then
       health.ok('terminals opened from now on point at this server')
     else
       health.error('the environment does not match the running server', { ':GeminiCompanion restart' })

@@ -129,7 +129,7 @@ local function spawn(start, quiet)
   stderr = {}
   local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
     rpc = true,
-    env = { GEMINI_COMPANION_START = vim.json.encode(start) },
+    env = { [require('gemini_companion.env').start] = vim.json.encode(start) },
     on_stderr = function(_, data)
       for _, line in ipairs(data) do
         if line ~= '' then

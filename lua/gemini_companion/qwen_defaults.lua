@@ -1,15 +1,16 @@
 --- Qwen Code's per-session system-defaults file: IDE mode on, nudge seen, and the model's
 --- editor tools (tools.lua `servers`, with this server's URL and token) for every Qwen this
 --- Neovim starts (managed agents and plain :terminal alike), without touching the user's
---- settings. Qwen reads the file named by QWEN_CODE_SYSTEM_DEFAULTS_PATH at the lowest
+--- settings. Qwen reads the file named by its system-defaults variable at the lowest
 --- precedence, so a user's own `ide.enabled: false` still wins. Ours replaces the file Qwen
 --- would otherwise read, so that file's settings are merged in. Gemini CLI reads no such file
 --- a normal user can write (see `:h gemini-companion-agents`).
+local env = require('gemini_companion.env')
 local json_file = require('gemini_companion.json_file')
 
 local M = {}
 
-local VAR = 'QWEN_CODE_SYSTEM_DEFAULTS_PATH'
+local VAR = env.qwen_system_defaults
 local IDE = { ide = { enabled = true, hasSeenNudge = true } }
 local VERSION = 4 -- Qwen rewrites a file without "$version" (client-facts.md)
 
@@ -33,7 +34,7 @@ local function system_defaults()
   if inherited and inherited ~= '' then
     return inherited
   end
-  local settings = vim.env.QWEN_CODE_SYSTEM_SETTINGS_PATH
+  local settings = vim.env[env.qwen_system_settings]
   if settings and settings ~= '' then
     return vim.fs.dirname(settings) .. '/system-defaults.json'
   end

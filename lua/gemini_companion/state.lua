@@ -1,4 +1,5 @@
 --- What the Python host last told us. Reading it costs nothing, so statuslines may poll it.
+local names = require('gemini_companion.env') -- the environment variables' names
 local M = {}
 
 ---@class gemini_companion.Status
@@ -70,7 +71,7 @@ function M.update(snapshot)
   M.current = status
   if not require('gemini_companion.config').options.tools.enabled then
     for key in pairs(env) do -- not told to terminals: Gemini's `${VAR:-}` entries stay inert
-      env[key] = not key:find('^GEMINI_COMPANION_MCP_') and env[key]
+      env[key] = key ~= names.mcp_url and key ~= names.mcp_token and env[key]
     end
   end
   for key, value in pairs(env) do

@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import discovery
+from . import discovery, env_names
 from .http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH
 
 CLI_NAMES = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}
@@ -129,11 +129,11 @@ class Access:
             "gemini_pid": agent.gemini_pid,
             "qwen_port": agent.qwen_port,
             "env": {
-                "GEMINI_CLI_IDE_PID": str(agent.gemini_pid),
-                "GEMINI_CLI_IDE_AUTH_TOKEN": agent.gemini_token,
-                "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": json.dumps(gemini["stdio"]["args"]),
-                "QWEN_CODE_IDE_SERVER_PORT": str(agent.qwen_port),
-                "QWEN_CODE_IDE_SERVER_STDIO_ARGS": json.dumps(qwen["stdio"]["args"]),
+                env_names.GEMINI_PID: str(agent.gemini_pid),
+                env_names.GEMINI_TOKEN: agent.gemini_token,
+                env_names.GEMINI_STDIO_ARGS: json.dumps(gemini["stdio"]["args"]),
+                env_names.QWEN_PORT: str(agent.qwen_port),
+                env_names.QWEN_STDIO_ARGS: json.dumps(qwen["stdio"]["args"]),
             },
         }
 

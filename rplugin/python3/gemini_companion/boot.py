@@ -20,7 +20,9 @@ spec = importlib.util.spec_from_file_location(
 assert spec is not None and spec.loader is not None
 package = importlib.util.module_from_spec(spec)
 sys.modules["gemini_companion"] = package
-start = os.environ.pop("GEMINI_COMPANION_START", None)
+from gemini_companion import env_names  # noqa: E402 - the package is registered just above
+
+start = os.environ.pop(env_names.START, None)
 if start:
     try:
         from gemini_companion import launch

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from . import contract, discovery, hook_keys, launch
+from . import contract, discovery, env_names, hook_keys, launch
 from .access import Access
 from .changes import ChangesFeature
 from .context import ContextFeature
@@ -28,7 +28,7 @@ from .tools import ToolsFeature
 
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
-SWEEP_SECONDS = float(os.environ.get("GEMINI_COMPANION_SWEEP_SECONDS") or 30.0)
+SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
 
 
 class Editor(Protocol):
@@ -183,7 +183,7 @@ class Companion:
             env.update(contract.startup_env())  # a project's .env cannot set what bash acts on
             key = self._write_hook_key(str(params["name"]))
             if key:
-                env[contract.KEY_ENV] = key  # its own file: its hooks name it, whatever its env says
+                env[env_names.HOOK_KEY] = key  # its own file: its hooks name it, whatever its env says
             return dict(registered, snapshot=self.snapshot())
 
     def unregister_agent(self, params: dict[str, Any]) -> None:

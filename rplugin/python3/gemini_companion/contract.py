@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 
+from . import env_names
 from .discovery import Advertisement
-from .hook import KEY_ENV
 from .hook_keys import key_for
 from .http_guard import EDITOR_PATH
 
@@ -83,27 +83,27 @@ class Status(TypedDict):
 
 
 TERMINAL_ENV: dict[str, Callable[[Advertisement], str]] = {
-    "GEMINI_CLI_IDE_SERVER_PORT": lambda ad: str(ad.port),
-    "GEMINI_CLI_IDE_WORKSPACE_PATH": lambda ad: ad.workspace_path,
-    "GEMINI_CLI_IDE_AUTH_TOKEN": lambda ad: ad.token,
-    "GEMINI_CLI_IDE_PID": lambda ad: str(ad.ide_pid),
-    "QWEN_CODE_IDE_SERVER_PORT": lambda ad: str(ad.port),
-    "QWEN_CODE_IDE_WORKSPACE_PATH": lambda ad: ad.workspace_path,
+    env_names.GEMINI_PORT: lambda ad: str(ad.port),
+    env_names.GEMINI_WORKSPACE: lambda ad: ad.workspace_path,
+    env_names.GEMINI_TOKEN: lambda ad: ad.token,
+    env_names.GEMINI_PID: lambda ad: str(ad.ide_pid),
+    env_names.QWEN_PORT: lambda ad: str(ad.port),
+    env_names.QWEN_WORKSPACE: lambda ad: ad.workspace_path,
     # The model's editor tools, as `${VAR:-}` in Gemini's settings (cli_settings.lua): outside
     # Neovim the URL expands to nothing and Gemini skips the server silently.
-    "GEMINI_COMPANION_MCP_URL": lambda ad: tools_url(ad),
-    "GEMINI_COMPANION_MCP_TOKEN": lambda ad: ad.tools_token,
+    env_names.MCP_URL: lambda ad: tools_url(ad),
+    env_names.MCP_TOKEN: lambda ad: ad.tools_token,
     # The CLIs' lifecycle hooks (hook.py): only the key naming the file with the port and token;
     # outside Neovim it is unset and the hook exits at once.
-    KEY_ENV: lambda ad: key_for(ad),
+    env_names.HOOK_KEY: lambda ad: key_for(ad),
     # Set (empty) so a project's .env cannot set it: the hook entry earlier versions of the
     # plugin wrote `eval`ed it, and may still be in a user's settings until enable-cli replaces it.
-    "GEMINI_COMPANION_HOOK": lambda _ad: "",
+    env_names.OLD_HOOK: lambda _ad: "",
     # The stdio bridge, for CLIs that cannot reach us over HTTP (containers): see stdio_bridge.py.
-    "GEMINI_CLI_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.gemini_stdio()["command"],
-    "GEMINI_CLI_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.gemini_stdio()["args"]),
-    "QWEN_CODE_IDE_SERVER_STDIO_COMMAND": lambda ad: ad.qwen_stdio()["command"],
-    "QWEN_CODE_IDE_SERVER_STDIO_ARGS": lambda ad: json.dumps(ad.qwen_stdio()["args"]),
+    env_names.GEMINI_STDIO_COMMAND: lambda ad: ad.gemini_stdio()["command"],
+    env_names.GEMINI_STDIO_ARGS: lambda ad: json.dumps(ad.gemini_stdio()["args"]),
+    env_names.QWEN_STDIO_COMMAND: lambda ad: ad.qwen_stdio()["command"],
+    env_names.QWEN_STDIO_ARGS: lambda ad: json.dumps(ad.qwen_stdio()["args"]),
 }
 ENV_KEYS = tuple(TERMINAL_ENV)
 

@@ -20,6 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+try:
+    from . import env_names
+except ImportError:  # loaded as a file by health_probe.py (its folder on sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import env_names  # type: ignore[no-redef]
+
 GEMINI_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
 GEMINI_AGENT_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)\.json$")  # an agent's own (access.py)
 QWEN_FILE_RE = re.compile(r"^(\d+)\.lock$")
@@ -52,7 +58,7 @@ def gemini_dir(environ: dict[str, str] | None = None) -> Path:
 
 def qwen_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
-    home = env.get("QWEN_HOME") or os.path.join(os.path.expanduser("~"), ".qwen")
+    home = env.get(env_names.QWEN_HOME) or os.path.join(os.path.expanduser("~"), ".qwen")
     return Path(home) / "ide"
 
 

@@ -21,11 +21,17 @@ import socket
 import stat
 import sys
 
-KEY_ENV = "GEMINI_COMPANION_HOOK_ID"  # no TOKEN/KEY in the name: Gemini may redact those
+try:
+    from . import env_names
+except ImportError:  # the CLIs' hook command (-I: its folder, the plugin's own, is not on sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import env_names  # type: ignore[no-redef]
+
+KEY_ENV = env_names.HOOK_KEY
 KEY_LENGTH = 32  # hex digits
 HEX = frozenset("0123456789abcdef")
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (this file imports nothing of the plugin)
+HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (this file imports only env_names of the plugin)
 OWNER_FIELD = "neovimCompanionPid"  # discovery.OWNER_FIELD: the host that wrote the key file
 WAIT_SECONDS = {"turn-start": 8.0}  # the snapshot; every other event: a short bound
 DEFAULT_SECONDS = 2.0

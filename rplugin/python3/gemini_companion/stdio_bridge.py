@@ -29,6 +29,12 @@ import threading
 import time
 from typing import Any, NoReturn
 
+try:
+    from . import env_names
+except ImportError:  # run as a program (-I: its folder, the plugin's own, is not on sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import env_names  # type: ignore[no-redef]
+
 HOST = "127.0.0.1"  # only ever loopback: the token must not leave the machine
 PATH = "/mcp"
 STREAM_RETRIES = 5  # the GET stream is reopened this many times in a row before we give up
@@ -49,9 +55,9 @@ def load_target(argv: list[str], environ: dict[str, str]) -> tuple[int, str]:
         raise BridgeError("usage: stdio_bridge.py [DISCOVERY_FILE]")
     if argv:
         return _read_discovery_file(argv[0])
-    port, token = environ.get("GEMINI_CLI_IDE_SERVER_PORT"), environ.get("GEMINI_CLI_IDE_AUTH_TOKEN")
+    port, token = environ.get(env_names.GEMINI_PORT), environ.get(env_names.GEMINI_TOKEN)
     if not port or not token:
-        raise BridgeError("no discovery file given and GEMINI_CLI_IDE_SERVER_PORT/GEMINI_CLI_IDE_AUTH_TOKEN not set")
+        raise BridgeError(f"no discovery file given and {env_names.GEMINI_PORT}/{env_names.GEMINI_TOKEN} not set")
     return _check_port(port), token
 
 
