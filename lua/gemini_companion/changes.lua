@@ -3,6 +3,7 @@
 --- now, in diff mode; reverts go hunk by hunk, file by file or the whole turn. A revert never
 --- overwrites what changed after the turn (that hunk is refused and named) nor a buffer with
 --- unsaved edits; a loaded buffer is reloaded with its old text in its undo history (`u`).
+local env_names = require('gemini_companion.env')
 local files = require('gemini_companion.files')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
@@ -46,9 +47,9 @@ local HOOK_EVENTS = {
 --- Neovim the key is unset and the hook ends here, at once and silently. A builtin test that
 --- needs no `$` (a CLI expands `$VAR` in every settings string, from a project's `.env` too) and
 --- that bash 3.2 knows.
-local GATE = 'declare -p GEMINI_COMPANION_HOOK_ID >/dev/null 2>&1 || exit 0; '
+local GATE = ('declare -p %s >/dev/null 2>&1 || exit 0; '):format(env_names.hook_key)
 --- Earlier versions' hook command, which `eval`ed the environment: recognised and replaced.
-local OLD_GATE = '[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK '
+local OLD_GATE = ('[ -z "$%s" ] || eval "$%s '):format(env_names.old_hook, env_names.old_hook)
 --- What bash and the loader act on as they start, made inert in the hook's own environment (the
 --- CLIs apply an entry's `env` over theirs, `.env` included): contract.STARTUP_ENV's twin.
 local HOOK_ENV = {
@@ -178,29 +179,84 @@ local function git(turn, args, opts)
   return ok and job:wait(5000) or { code = -1, signal = 0, stdout = '', stderr = tostring(job) }
 end
 
---- The blobs of `path` in the turn's two trees (nil where absent), in one `git cat-file
---- --batch`; `gone`: a tree itself is missing (pruned), so absent says nothing.
+--- A version of a file in a tree, as changes_put takes it.
+---@class gemini_companion.Version
+---@field kind 'file'|'link'|'none'
+---@field data string? bytes, or a link's target
+---@field mode string? git's mode: '100644', '100755', '120000'
+
+---@param data string?
+---@param mode string
+---@return gemini_companion.Version
+local function version(data, mode)
+  return { kind = data == nil and 'none' or mode == '120000' and 'link' or 'file', data = data, mode = mode }
+end
+
+--- `path`'s entry in `tree`: git's mode and object id (nil: the tree has none), or false when
+--- git cannot read the tree (pruned). The path is a literal name (no glob, no `:` magic) and the
+--- answer NUL-terminated: any name works, a newline in it included.
 ---@param turn gemini_companion.Turn
+---@param tree string
 ---@param path string
----@return string? before, string? after, boolean gone
-local function blobs(turn, path)
-  local input = ('%s\n%s\n%s:%s\n%s:%s\n'):format(turn.before, turn.after, turn.before, path, turn.after, path)
-  local done = git(turn, { 'cat-file', '--batch' }, { stdin = input })
-  local out, at, found = done.stdout or '', 1, {}
-  for i = 1, 4 do
-    local header_end = out:find('\n', at, true)
-    if not header_end then
-      break
-    end
-    local kind, size = out:sub(at, header_end - 1):match(' (%a+) (%d+)$')
-    if size then
-      found[i] = kind == 'blob' and out:sub(header_end + 1, header_end + tonumber(size)) or true
-      at = header_end + tonumber(size) + 2
-    else
-      at = header_end + 1 -- "<name> missing"
+---@return string|false|nil mode, string? oid
+local function entry(turn, tree, path)
+  local done = git(turn, { '--literal-pathspecs', 'ls-tree', '-z', '--full-tree', tree, '--', path }, {})
+  if done.code ~= 0 then
+    return false
+  end
+  for record in vim.gsplit(done.stdout or '', '\0', { plain = true }) do
+    local mode, oid, name = record:match('^(%d+) %a+ (%x+)\t(.*)$')
+    if name == path then
+      return mode, oid
     end
   end
-  return found[3], found[4], not (found[1] and found[2])
+end
+
+--- The file in the turn's two trees (kind 'none' where absent), its bytes read by object id in
+--- one `git cat-file --batch`: a name never enters that line protocol. Nil and why when a tree
+--- or a blob is gone (pruned: absent would say nothing) or the entry is not a file or a link.
+---@param turn gemini_companion.Turn
+---@param path string
+---@return gemini_companion.Version? before, gemini_companion.Version? after, string? error
+local function versions(turn, path)
+  local gone = "the turn's snapshot is gone (pruned): left as it is"
+  local entries, ids = {}, {}
+  for i, tree in ipairs({ turn.before, turn.after }) do
+    local mode, oid = entry(turn, tree, path)
+    if mode == false then
+      return nil, nil, gone
+    elseif mode and not (mode == '100644' or mode == '100755' or mode == '120000') then
+      return nil, nil, "the turn's snapshot holds no file here: left as it is"
+    end
+    entries[i] = { mode = mode, oid = oid }
+    ids[#ids + 1] = oid
+  end
+  local data = {}
+  if #ids > 0 then
+    local out = git(turn, { 'cat-file', '--batch' }, { stdin = table.concat(ids, '\n') .. '\n' }).stdout or ''
+    local at = 1
+    while true do
+      local header_end = out:find('\n', at, true)
+      if not header_end then
+        break
+      end
+      local oid, size = out:sub(at, header_end - 1):match('^(%x+) blob (%d+)$')
+      if size then
+        data[oid] = out:sub(header_end + 1, header_end + tonumber(size))
+        at = header_end + tonumber(size) + 2
+      else
+        at = header_end + 1 -- "<oid> missing"
+      end
+    end
+  end
+  local out = {}
+  for i, e in ipairs(entries) do
+    if e.oid and not data[e.oid] then
+      return nil, nil, gone
+    end
+    out[i] = version(e.oid and data[e.oid], e.mode or '')
+  end
+  return out[1], out[2]
 end
 
 ---@param path string absolute
@@ -214,16 +270,6 @@ local function loaded(path)
   end
 end
 
---- The file mode git recorded for `path` in `tree` ("100644", "100755", "120000": a symlink).
----@param turn gemini_companion.Turn
----@param tree string
----@param path string
----@return string? nil: git could not say
-local function tree_mode(turn, tree, path)
-  local done = git(turn, { 'ls-tree', '-z', tree, '--', path }, { text = true })
-  return (done.stdout or ''):match('^(%d+) ')
-end
-
 --- What `path` is now, from disk (an unmodified buffer may be a stale view of it; a file whose
 --- buffer has unsaved edits is refused before its text matters): its kind ('file', 'link',
 --- 'none', or another type: a FIFO is never read), a file's bytes or a link's target, its mode
@@ -235,19 +281,6 @@ local function current(path)
   local kind = info and info.type or 'none'
   local data = kind == 'file' and files.read(path) or kind == 'link' and vim.uv.fs_readlink(path) or nil
   return kind, data, info and info.mode, loaded(path)
-end
-
---- A version of a file in a tree, as changes_put takes it.
----@class gemini_companion.Version
----@field kind 'file'|'link'|'none'
----@field data string? bytes, or a link's target
----@field mode string? git's mode: '100644', '100755', '120000'
-
----@param data string?
----@param mode string
----@return gemini_companion.Version
-local function version(data, mode)
-  return { kind = data == nil and 'none' or mode == '120000' and 'link' or 'file', data = data, mode = mode }
 end
 
 ---@param mode integer? lstat's mode
@@ -372,6 +405,8 @@ end
 
 ---@class gemini_companion.RevertResult
 ---@field reverted integer hunks (or whole files) taken back
+---@field already integer hunks (or whole files) that were back as before the turn already
+---@field since true? the file is not as before the turn though: it holds later edits besides
 ---@field refused {filename: string, lnum: integer, text: string}[] one per hunk left alone
 
 --- Take back the turn's change to `change.path`: every hunk, or only `only` (a hunk index).
@@ -380,12 +415,26 @@ end
 ---@param only? integer
 ---@return gemini_companion.RevertResult
 local function revert_file(turn, change, only)
-  local result = { reverted = 0, refused = {} }
+  local result = { reverted = 0, already = 0, refused = {} }
   local path = turn.work_tree .. '/' .. change.path
-  local before, after, gone = blobs(turn, change.path)
+  local was, is, unread = versions(turn, change.path)
   local kind, now, mode, buf = current(path)
   local function refuse(line, why)
     table.insert(result.refused, { filename = path, lnum = line, text = why })
+    return result
+  end
+  if not (was and is) then
+    return refuse(1, unread or '?')
+  end
+  -- A version the change list says exists but git no longer has: pruned (or the user's own
+  -- `git gc`). Never read that as "the file did not exist".
+  if (was.kind == 'none' and change.status ~= 'created') or (is.kind == 'none' and change.status ~= 'deleted') then
+    return refuse(1, "the turn's snapshot is gone (pruned): left as it is")
+  end
+  local before, after = was.data, is.data
+  -- As before the turn already (kind, bytes or target, execute bit; absent): nothing to take back.
+  if kind == was.kind and now == before and (kind ~= 'file' or file_mode(mode) == was.mode) then
+    result.already = 1
     return result
   end
   if buf and vim.bo[buf].modified then
@@ -394,17 +443,6 @@ local function revert_file(turn, change, only)
   if kind ~= 'file' and kind ~= 'link' and kind ~= 'none' then
     return refuse(1, ('is a %s now: left as it is'):format(kind))
   end
-  -- A version the change list says exists but git no longer has: pruned (or the user's own
-  -- `git gc`). Never read that as "the file did not exist".
-  if gone or (before == nil and change.status ~= 'created') or (after == nil and change.status ~= 'deleted') then
-    return refuse(1, "the turn's snapshot is gone (pruned): left as it is")
-  end
-  local was_mode = before and tree_mode(turn, turn.before, change.path)
-  local is_mode = after and tree_mode(turn, turn.after, change.path)
-  if was_mode == nil and before or is_mode == nil and after then -- never guess a link for a file
-    return refuse(1, "the turn's snapshot cannot be read: left as it is")
-  end
-  local was, is = version(before, was_mode or ''), version(after, is_mode or '')
   local untouched = kind == is.kind and now == after and (kind ~= 'file' or file_mode(mode) == is.mode)
   local text_only = was.kind == 'file' and is.kind == 'file' and not change.binary
   if untouched and (only == nil or not text_only) then -- the exact version back: bytes, type, mode
@@ -432,16 +470,24 @@ local function revert_file(turn, change, only)
         end
         now_lines = apply(h, before_lines, now_lines)
         result.reverted = result.reverted + 1
-      elseif not h.already then
+      elseif h.already then
+        result.already = result.already + 1
+        result.since = only == nil or nil -- its other lines may hold later edits
+      else
         refuse(h.after_start, 'changed after the turn: left as it is')
       end
     end
   end
-  if result.reverted > 0 then
+  -- The turn's own mode change goes back with the whole file, not a user's since.
+  local mode_back = only == nil and was.mode ~= is.mode and file_mode(mode) == is.mode
+  if only == nil and was.mode ~= is.mode and not mode_back then
+    result.already, result.since = result.already + 1, true
+  end
+  if result.reverted > 0 or mode_back then
     local text = table.concat(now_lines, '\n') .. (now_eol and '\n' or '')
-    -- The turn's own mode change goes back with the whole file, not a user's since.
-    local want = version(text, (only == nil and file_mode(mode) == is.mode) and was.mode or '')
+    local want = version(text, mode_back and was.mode or '')
     local ok, err = put(turn, change.path, version(now, ''), want, buf)
+    result.reverted = result.reverted + (mode_back and 1 or 0)
     if not ok then
       result.reverted = 0
       return refuse(1, err or 'cannot write')
@@ -450,26 +496,39 @@ local function revert_file(turn, change, only)
   return result
 end
 
+--- A name as one line of a message (a newline or a byte that is not UTF-8 shown as such).
+---@param name string
+---@return string
+local function said(name)
+  return vim.fn.strtrans(name)
+end
+
 ---@param results gemini_companion.RevertResult[]
----@param what string
-local function report(results, what)
-  local reverted, refused = 0, {}
+---@param what string the turn, the file or the hunk, as said
+---@param back string why nothing is left, when every file (hunk) is as before the turn
+local function report(results, what, back)
+  local reverted, already, refused = 0, 0, {}
   for _, r in ipairs(results) do
-    reverted = reverted + r.reverted
+    reverted, already = reverted + r.reverted, already + r.already
+    back = r.since and 'what the turn changed is back; the rest was changed since' or back
     vim.list_extend(refused, r.refused)
   end
+  if #refused == 0 and reverted == 0 and already > 0 then
+    return message.notify(('%s: nothing left to take back (%s)'):format(what, back))
+  end
+  local counts = ('%d taken back%s'):format(reverted, already > 0 and (', %d already back'):format(already) or '')
   if #refused == 0 then
-    return message.notify(('%s: %d taken back'):format(what, reverted))
+    return message.notify(('%s: %s'):format(what, counts))
   end
   -- The refused hunks as a new quickfix list (the changes list stays in the stack: :colder).
   vim.fn.setqflist({}, ' ', { title = ('Gemini changes: refused in %s'):format(what), items = refused })
   local first = refused[1]
   message.notify(
-    ('%s: %d taken back, %d refused (:copen lists them): %s:%d %s'):format(
+    ('%s: %s, %d refused (:copen lists them): %s:%d %s'):format(
       what,
-      reverted,
+      counts,
       #refused,
-      vim.fn.fnamemodify(first.filename, ':.'),
+      said(vim.fn.fnamemodify(first.filename, ':.')),
       first.lnum,
       first.text
     ),
@@ -535,11 +594,14 @@ function M.read(buf)
   if not turn then
     return message.notify('this turn is no longer kept', 'error')
   end
-  local before = blobs(turn, path)
+  local before, _, err = versions(turn, path)
+  if err then
+    message.notify(('%s: %s'):format(said(path), err), 'warn')
+  end
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].swapfile = false
   vim.bo[buf].bufhidden = 'wipe'
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, (split(before)))
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, (split(before and before.data)))
   vim.bo[buf].modifiable = false
   vim.bo[buf].filetype = vim.filetype.match({ filename = path }) or ''
   vim.b[buf].gemini_changes = { turn = turn.id, path = path }
@@ -586,19 +648,21 @@ function M.revert_hunk()
   local change = vim.iter(turn.files):find(function(c)
     return c.path == where.path
   end)
-  local before, after = blobs(turn, where.path)
+  local before, after, err = versions(turn, where.path)
   local _, now = current(turn.work_tree .. '/' .. where.path)
   local line = vim.fn.line('.')
   local index = nil
-  for i, h in ipairs(hunks(before or '', after or '', now or '')) do
+  for i, h in ipairs(hunks(before and before.data or '', after and after.data or '', now or '')) do
     if line >= h.before_start and line <= h.before_start + math.max(h.before_count, 1) - 1 then
       index = i
     end
   end
-  if not change or not index then
+  if not (before and after) then
+    return message.notify(('%s: %s'):format(said(where.path), err or '?'), 'warn')
+  elseif not change or not index then
     return message.notify('no change of the turn at this line', 'warn')
   end
-  report({ revert_file(turn, change, index) }, where.path)
+  report({ revert_file(turn, change, index) }, said(where.path), 'the hunk is as before the turn')
   vim.cmd('diffupdate')
 end
 
@@ -628,23 +692,30 @@ function M.command(args)
     for _, change in ipairs(turn.files) do
       table.insert(results, revert_file(turn, change))
     end
-    return report(results, ('turn %d (%s)'):format(turn.id, turn.agent))
+    return report(results, ('turn %d (%s)'):format(turn.id, turn.agent), 'every file is as before the turn')
   elseif verb == 'revert' then
+    if #args > 2 then
+      return message.notify('revert takes one file (a space in its name: put a \\ before it)', 'error')
+    end
     local where = vim.b.gemini_changes
     local turn = where and shown[where.turn] or pick()
-    local target = args[2] and vim.fn.fnamemodify(args[2], ':p')
+    local name = args[2]
+    -- A name is data: taken as typed (no `~`, `%`, `#` or `$VAR` expanded), from the current folder.
+    local target = name and (name:sub(1, 1) == '/' and name or vim.fn.getcwd() .. '/' .. name)
       or (where and turn and turn.work_tree .. '/' .. where.path)
       or vim.api.nvim_buf_get_name(0)
+    -- The file itself, through links and `..` (its folder's, when the file is gone).
+    local parent, base = target:match('^(.*)/([^/]*)$')
+    local real = vim.uv.fs_realpath(target)
+    local in_real = parent and vim.uv.fs_realpath(parent == '' and '/' or parent)
     for _, change in ipairs(turn and turn.files or {}) do
-      if
-        turn.work_tree .. '/' .. change.path == vim.uv.fs_realpath(target)
-        or turn.work_tree .. '/' .. change.path == target
-      then
-        report({ revert_file(turn, change) }, change.path)
+      local file = turn.work_tree .. '/' .. change.path
+      if file == target or file == real or (in_real and file == in_real .. '/' .. base) then
+        report({ revert_file(turn, change) }, said(change.path), 'it is as before the turn')
         return pcall(vim.cmd.diffupdate)
       end
     end
-    return message.notify(('%s: not changed in the turn'):format(vim.fn.fnamemodify(target, ':~:.')), 'warn')
+    return message.notify(('%s: not changed in the turn'):format(said(vim.fn.fnamemodify(target, ':~:.'))), 'warn')
   end
   local turn, err = pick(verb)
   M.show(turn, err)
