@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from conftest import Editor, git, wait_for
 from test_changes import a_turn, agent_turn, ed, repo  # noqa: F401 - fixtures
 
@@ -254,11 +252,6 @@ def test_a_second_undo_of_modes_links_and_kinds_finds_nothing_left(ed, sandbox):
     assert not (project / "new.txt").exists() and (project / "gone.txt").read_text() == "bye\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="snapshot.py's _git reads git's output as text with universal newlines: a CR in a name"
-    " becomes LF and the file never enters the snapshot (fix: read bytes, decode with surrogateescape)",
-)
 def test_a_carriage_return_in_a_name(ed, sandbox):  # noqa: F811
     project = sandbox.project
     names = [b"cr\r", b"\rcr", b"crlf\r\n"]

@@ -9,8 +9,9 @@ files are read: its `.git` file (and `commondir`), a copy of its index, its info
 object store, as a read-only alternate. Our index starts as the user's list of paths and blob ids,
 each kept only when git has hashed the file and found those very bytes (so an unchanged file costs
 no copy); from then on only files whose stat changed are hashed. `.gitignore` is respected; files
-over the size limit are left out (listed as skipped). Standard library and the `git` binary only;
-every call is bounded. Runs off Neovim's loop.
+over the size limit are left out (listed as skipped); files inside a submodule or a nested clone are
+the tree's own (see _listed); a snapshot that would copy more than MAX_NEW_FILES / MAX_NEW_BYTES
+is refused. Standard library and the `git` binary only; every call is bounded. Runs off Neovim's loop.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ SAFE_CONFIG = {
 # working-tree-encoding conversion; binary or not by content only.
 RAW_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff\n"
 # Which config files git reads is the user's choice; every other GIT_* variable (GIT_DIR,
-# GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG_PARAMETERS, ...) is dropped.
+# GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG_PARAMETERS, ...) is dropped
+# (GIT_DIR and GIT_WORK_TREE only name a dotfiles work tree, read as files: see _env_repo).
 USER_GIT_ENV = ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1", "LC_ALL": "C"}
 OTHERS_KEPT_SECONDS = 14 * 86400  # another Neovim's turns (it may still run) keep their trees this long
@@ -61,6 +63,17 @@ SMALL_FILE = 1 << 20  # a `.git` file, commondir, info/exclude: read at most thi
 # one (or a sparse file posing as one) is not reused, every file is hashed from scratch instead,
 # rather than copying and reading gigabytes.
 MAX_USER_INDEX = 128 << 20
+# How a sparse index of the user's is read without expanding it (with our info/sparse-checkout).
+SPARSE_READ = ("-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true", "-c", "index.sparse=true")
+# What one snapshot may hash into our store (new or changed files): a turn in a home folder, or any
+# folder holding a whole file system, is refused in one line rather than copied into the state
+# directory. A project's first snapshot (every untracked file, or every file outside git) fits.
+MAX_NEW_FILES = 20_000
+MAX_NEW_BYTES = 256 << 20
+# A nested repository (a submodule, a clone inside the tree) is entered through a placeholder
+# entry under it in our index: git lists the files of a folder that has index entries, `.git` or not.
+NESTED_MARK = ".gemini-companion-nested"
+MAX_NESTED_DEPTH = 8  # repositories inside repositories inside ...: listed this deep
 
 
 class SnapshotError(Exception):
@@ -92,6 +105,7 @@ class _Repo:
     alternates: str  # see Snapshot
     user_index: str | None  # the user's index, to start ours from
     user_exclude: str | None  # the user's info/exclude, kept in step with ours
+    untracked: bool = True  # list files the user's index does not track (not for a dotfiles tree)
 
 
 @dataclass
@@ -103,6 +117,8 @@ class Snapshotter:
     # This Neovim's refs (refs/turns/<ns>/<tree>): a prune takes back only its own, and other
     # Neovims' once they are old.
     _ns: str = field(default_factory=lambda: f"{int(time.time())}-{secrets.token_hex(4)}")
+    # Per repository of ours: nested repositories too big to enter ("x/"), left out while we run.
+    _left_out: dict[str, set[str]] = field(default_factory=dict)
 
     def take(self, cwd: str) -> Snapshot:
         """The work tree that holds `cwd` (the folder with the nearest `.git`, else `cwd`
@@ -166,18 +182,30 @@ class Snapshotter:
             self._seed(repo, repo.user_index)
         # Only an index started from the user's refers to blobs in the user's store.
         alternates = repo.alternates if os.path.exists(os.path.join(repo.git_dir, "seeded")) else ""
-        # Changed, new (not ignored) and deleted files since our index was written: only these
-        # are hashed. `-m` lists deleted files too; `-d` alone would miss none of them.
-        listed = _git(
-            repo.git_dir, ["ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", "--full-name"], repo.work_tree
-        )
+        paths, entered, left_out = self._listed(repo)
         update: list[str] = []
         gone: list[str] = []
         skipped: list[str] = []
         kinds = {"file": update, "absent": update, "big": skipped, "other": gone}
         parents: dict[str, bool] = {}
-        for path in dict.fromkeys(p for p in listed.split("\0") if p and not p.endswith("/")):  # "x/": a nested repo
-            kinds[self._kind(repo.work_tree, path, parents)].append(path)
+        sizes: dict[str, int] = {}  # the files to hash: counted before a byte is written
+        for path in paths:
+            kind, size = self._kind(repo.work_tree, path, parents)
+            kinds[kind].append(path)
+            if kind == "file":
+                sizes[path] = size
+        if _too_much(sizes) and entered:
+            # Nested repositories first seen now do not fit: left out (listed as skipped), for good.
+            self._left_out.setdefault(repo.git_dir, set()).update(entered)
+            marks = "\0".join(root + NESTED_MARK for root in entered)
+            _git(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, marks)
+            inside = tuple(entered)
+            for group in (update, gone, skipped):
+                group[:] = [path for path in group if not path.startswith(inside)]
+            sizes = {path: size for path, size in sizes.items() if not path.startswith(inside)}
+            left_out += [root for root in entered if not any(root.startswith(o) and root != o for o in entered)]
+        if too_much := _too_much(sizes):
+            raise SnapshotError(f"{too_much} in {repo.work_tree}")
         if gone:  # not a file of the work tree (behind a symlink, a folder, a FIFO): out of the index
             _git(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, "\0".join(gone))
         if update:
@@ -186,35 +214,77 @@ class Snapshotter:
         # Blobs that are the user's are in its store, which only reads see: no existence check.
         tree = _git(repo.git_dir, ["write-tree", "--missing-ok"], repo.work_tree).strip()
         _git(repo.git_dir, ["update-ref", f"refs/turns/{self._ns}/{tree}", tree])
-        return Snapshot(repo.git_dir, repo.work_tree, tree, tuple(skipped), alternates)
+        return Snapshot(repo.git_dir, repo.work_tree, tree, tuple(skipped + left_out), alternates)
+
+    def _listed(self, repo: _Repo) -> tuple[list[str], list[str], list[str]]:
+        """Changed, new (not ignored) and deleted files since our index was written: only these
+        are hashed. `-m` lists deleted files too; `-d` alone would miss none of them. A nested
+        repository git lists as "x/" gets a placeholder entry, and the listing is done again, now
+        with its files; the placeholder is listed too, to be taken out (or hashed if it exists).
+        Also the nested repositories entered now, and those left out ("x/" each)."""
+        args = ["ls-files", "-z", "-m", "-d", "--exclude-standard", "--full-name", *(["-o"] if repo.untracked else [])]
+        left_out = self._left_out.get(repo.git_dir, set())
+        entered: list[str] = []
+        for _ in range(MAX_NESTED_DEPTH):
+            listed = [p for p in _git(repo.git_dir, args, repo.work_tree).split("\0") if p]
+            # "x/": an untracked one; "x" a folder with `.git` now: a file of ours became one.
+            nested = [p.rstrip("/") + "/" for p in listed if _nested(repo.work_tree, p)]
+            nested = [root for root in nested if root not in left_out]
+            if not nested:
+                break
+            records = "".join(f"100644 {EMPTY_BLOBS[0]}\t{root}{NESTED_MARK}\0" for root in nested)
+            _git(repo.git_dir, ["update-index", "--replace", "-z", "--index-info"], repo.work_tree, records)
+            entered += nested
+        marks = [root + NESTED_MARK for root in entered]
+        paths = list(dict.fromkeys(p for p in [*listed, *marks] if not p.endswith("/")))
+        return paths, entered, [p for p in listed if p in left_out]
 
     def _seed(self, repo: _Repo, user_index: str) -> None:
         """Our first index of a git work tree: the user's paths, modes and blob ids (never its stat
         data or extensions), each kept only if the file's bytes hash to that id (the refresh);
         the others are hashed as changed. Without a readable index of theirs: none."""
         copy = os.path.join(repo.git_dir, "user-index")
+        shared = ""
         try:
-            if not _copy_file(user_index, copy, MAX_USER_INDEX):
+            data = _copy_file(user_index, copy, MAX_USER_INDEX)
+            if data is None:
                 return
-            entries = _git(repo.git_dir, ["ls-files", "-s", "-z"], index=copy, alternates=repo.alternates)
+            # A split index (core.splitIndex) names its shared part, which git looks for in our git
+            # dir: a copy goes there too (none found: the read below fails, every file is hashed).
+            shared = _shared_index(data)
+            if shared:
+                _copy_file(
+                    os.path.join(os.path.dirname(user_index), shared),
+                    os.path.join(repo.git_dir, shared),
+                    MAX_USER_INDEX,
+                )
+            # A sparse index (its "sdir" extension) is read as it is, folders outside the cone as
+            # one entry each: expanding it would write their trees again, and git freshens (touches)
+            # the user's copies of them.
+            sparse = b"sdir\0\0\0\0" in data
+            if sparse:
+                Path(repo.git_dir, "info", "sparse-checkout").write_text("/*\n!/*/\n", encoding="utf-8")
+            args = [*SPARSE_READ, "ls-files", "-s", "-z", "--sparse"] if sparse else ["ls-files", "-s", "-z"]
+            entries = _git(repo.git_dir, args, index=copy, alternates=repo.alternates)
         except SnapshotError:
-            return  # theirs is split, of another hash, or unreadable: every file is hashed once
+            return  # theirs is of another hash, or unreadable: every file is hashed once
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(copy)
+            for name in [copy, *([os.path.join(repo.git_dir, shared)] if shared else [])]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
         records = []
         parents: dict[str, bool] = {}
         for entry in entries.split("\0"):
             meta, _, path = entry.partition("\t")
             mode, _, rest = meta.partition(" ")
             oid, _, stage = rest.partition(" ")
-            # Stage 0 only (a conflict's stages are hashed as they are now); no submodule; not the
-            # empty blob (`git add -N` lists it without writing it).
+            # Stage 0 only (a conflict's stages are hashed as they are now); no submodule or sparse
+            # folder; not the empty blob (`git add -N` lists it without writing it).
             if (
                 stage == "0"
-                and mode != "160000"
+                and mode not in ("160000", "040000")
                 and oid not in EMPTY_BLOBS
-                and self._kind(repo.work_tree, path, parents) == "file"
+                and self._kind(repo.work_tree, path, parents)[0] == "file"
             ):
                 records.append(f"{mode} {oid}\t{path}")
         if records and repo.alternates:
@@ -222,28 +292,28 @@ class Snapshotter:
             _git(repo.git_dir, ["update-index", "-z", "--index-info"], repo.work_tree, "\0".join(records) + "\0")
             _git(repo.git_dir, ["update-index", "-q", "--refresh"], repo.work_tree)
 
-    def _kind(self, work_tree: str, path: str, parents: dict[str, bool]) -> str:
+    def _kind(self, work_tree: str, path: str, parents: dict[str, bool]) -> tuple[str, int]:
         """ "file" (to hash), "big" (over the limit, or unreadable), "absent" (deleted) or "other": behind a
-        symlinked folder (outside, maybe) or not a file git stores."""
+        symlinked folder (outside, maybe) or not a file git stores; and its size."""
         parent = os.path.dirname(path)
         if parent not in parents:
             full = os.path.join(work_tree, parent)
             parents[parent] = os.path.realpath(full) == os.path.normpath(full)
         if not parents[parent]:
-            return "other"
+            return "other", 0
         try:
             info = os.lstat(os.path.join(work_tree, path))
         except (FileNotFoundError, NotADirectoryError):
-            return "absent"
+            return "absent", 0
         except OSError:
-            return "big"  # unreadable (a folder without search permission): left as it was, skipped
+            return "big", 0  # unreadable (a folder without search permission): left as it was, skipped
         if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
-            return "other"  # a folder now (its files are listed on their own), a FIFO, ...
-        return "big" if info.st_size > self.max_file_bytes else "file"
+            return "other", 0  # a folder now (its files are listed on their own), a FIFO, ...
+        return "big" if info.st_size > self.max_file_bytes else "file", info.st_size
 
     def _repo(self, cwd: str) -> _Repo:
         """Our repository for the work tree holding `cwd`, made on first use."""
-        work_tree, user = _work_tree(cwd)
+        work_tree, user, dotfiles = _work_tree(cwd)
         key = f"{work_tree}\0{user[0] if user else ''}"
         if key in self._repos:
             return self._repos[key]
@@ -266,7 +336,8 @@ class Snapshotter:
             objects = os.path.join(common, "objects")
             alternates = _quoted(objects) if os.path.isdir(objects) else ""
             exclude = os.path.join(common, "info", "exclude")
-            repo = _Repo(git_dir, work_tree, alternates, os.path.join(user_git_dir, "index"), exclude)
+            index = os.path.join(user_git_dir, "index")
+            repo = _Repo(git_dir, work_tree, alternates, index, exclude, untracked=not dotfiles)
         self._repos[key] = repo
         return repo
 
@@ -276,29 +347,71 @@ class Snapshotter:
         return str(path)
 
 
-def _work_tree(cwd: str) -> tuple[str, tuple[str, str] | None]:
+def _work_tree(cwd: str) -> tuple[str, tuple[str, str] | None, bool]:
     """The folder holding the nearest `.git` at or above `cwd` (else `cwd`), and that repository's
     git dir and common dir (linked worktrees and submodules have a `.git` file naming it), read
-    as files as git itself would: git is told where the work tree is, never asked."""
+    as files as git itself would: git is told where the work tree is, never asked. A work tree
+    that Neovim's environment names (GIT_WORK_TREE with GIT_DIR: a dotfiles repository over the
+    home folder) counts as a `.git` of its own at that folder; then True (only tracked files)."""
+    env_tree, env_dir = _env_repo()
     folder = cwd
     while True:
+        if folder == env_tree:
+            git_dir, dotfiles = env_dir, True
+            break
         dotgit = os.path.join(folder, ".git")
+        dotfiles = False
         if os.path.isdir(dotgit):
             git_dir = dotgit
             break
         if os.path.isfile(dotgit):
             text = _read_small(dotgit)
             if text is None or not text.startswith(b"gitdir: "):
-                return folder, None
+                return folder, None, False
             git_dir = os.path.join(folder, os.fsdecode(text[8:].rstrip(b"\r\n")))
             break
         parent = os.path.dirname(folder)
         if parent == folder:
-            return cwd, None
+            return cwd, None, False
         folder = parent
     common = _read_small(os.path.join(git_dir, "commondir"))
     common_dir = os.path.join(git_dir, os.fsdecode(common.rstrip(b"\r\n"))) if common else git_dir
-    return folder, (os.path.normpath(git_dir), os.path.normpath(common_dir))
+    return folder, (os.path.normpath(git_dir), os.path.normpath(common_dir)), dotfiles
+
+
+def _env_repo() -> tuple[str | None, str]:
+    """The work tree and git dir Neovim's environment names (both absolute; the git dir has a HEAD
+    file), as real paths; else (None, "")."""
+    tree, git_dir = os.environ.get("GIT_WORK_TREE", ""), os.environ.get("GIT_DIR", "")
+    if not (os.path.isabs(tree) and os.path.isabs(git_dir)) or _read_small(os.path.join(git_dir, "HEAD")) is None:
+        return None, ""
+    return os.path.realpath(tree), os.path.realpath(git_dir)
+
+
+def _too_much(sizes: dict[str, int]) -> str:
+    """Why the files to hash are more than one snapshot copies; "" if they are not."""
+    if len(sizes) > MAX_NEW_FILES:
+        return f"more than {MAX_NEW_FILES} new files to copy"
+    if sum(sizes.values()) > MAX_NEW_BYTES:
+        return f"more than {MAX_NEW_BYTES >> 20} MB of new files to copy"
+    return ""
+
+
+def _shared_index(data: bytes) -> str:
+    """The shared index a split index names (its "link" extension: size, then the shared part's
+    hash), as a file name; "" if none seems named."""
+    at = data.rfind(b"link")
+    if at < 0 or len(data) < at + 28 or int.from_bytes(data[at + 4 : at + 8], "big") < 20:
+        return ""
+    return f"sharedindex.{data[at + 8 : at + 28].hex()}"
+
+
+def _nested(work_tree: str, path: str) -> bool:
+    """Whether git listed `path` as a nested repository ("x/"), or it is one (a folder with `.git`)."""
+    if path.endswith("/"):
+        return True
+    full = os.path.join(work_tree, path)
+    return os.path.lexists(os.path.join(full, ".git")) and not os.path.islink(full)
 
 
 def _read_small(path: str) -> bytes | None:
@@ -311,22 +424,22 @@ def _read_small(path: str) -> bytes | None:
         return file.read(SMALL_FILE) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
-def _copy_file(source: str, target: str, max_bytes: int) -> bool:
-    """Copy a regular file (never a FIFO, a device or a symlink) of at most `max_bytes`; False if
-    it is not one, or bigger (or grew past that as it was read)."""
+def _copy_file(source: str, target: str, max_bytes: int) -> bytes | None:
+    """Copy a regular file (never a FIFO, a device or a symlink) of at most `max_bytes`: its bytes;
+    None if it is not one, or bigger (or grew past that as it was read)."""
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
-        return False
+        return None
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return False
+            return None
         data = file.read(max_bytes + 1)
     if len(data) > max_bytes:
-        return False
+        return None
     Path(target).write_bytes(data)
-    return True
+    return data
 
 
 def _sync(source: str, target: str) -> None:
@@ -370,10 +483,9 @@ def _git(
             ["git", "--no-pager", *overrides, *args],
             cwd=work_tree or os.path.dirname(repo),
             env=env,
-            input=stdin,
+            # Bytes both ways: text mode would turn a CR in a file name into LF (universal newlines).
+            input=None if stdin is None else stdin.encode("utf-8", "surrogateescape"),
             capture_output=True,
-            encoding="utf-8",
-            errors="surrogateescape",
             timeout=GIT_SECONDS,
             check=False,
         )
@@ -382,6 +494,6 @@ def _git(
     except OSError as err:
         raise SnapshotError(f"git {args[0]}: {err.strerror or err}") from None
     if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise SnapshotError(f"git {args[0]}: {lines[-1] if lines else f'exit {done.returncode}'}")
-    return done.stdout
+    return done.stdout.decode("utf-8", "surrogateescape")
