@@ -574,7 +574,9 @@ function M.show(turn, err)
     })
   end
   for _, path in ipairs(turn.skipped or {}) do
-    table.insert(items, { module = path, text = 'over the size limit: not tracked', type = 'W', valid = 0 })
+    local why = path:sub(-1) == '/' and 'a nested repository too big to copy: not tracked'
+      or 'over the size limit: not tracked'
+    table.insert(items, { module = path, text = why, type = 'W', valid = 0 })
   end
   local title = turn.id == 0 and ('Gemini changes: %s'):format(turn.agent)
     or ('Gemini changes: turn %d (%s)%s'):format(turn.id, turn.agent, turn.open and ', still going' or '')
