@@ -1,0 +1,66 @@
+"""The thin pynvim entry point of the plugin's own host (__init__.py imports it there only).
+
+Only pynvim is imported here, so loading the plugin costs the host nothing;
+the server and its dependencies load on a worker thread after `start`.
+Two functions carry every call from Lua: `GeminiCompanionNotify` (async, never
+blocks Neovim) and `GeminiCompanionRequest` (sync, for the few calls that must
+finish first, such as `stop` on VimLeavePre). It needs no manifest entry at all:
+host.lua starts this host itself (through boot.py).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import pynvim
+
+
+class _Editor:
+    """Neovim as seen from any thread of the host."""
+
+    def __init__(self, nvim: pynvim.Nvim) -> None:
+        self._nvim = nvim
+
+    def lua(self, code: str, *args: Any) -> None:
+        self._nvim.async_call(lambda: self._nvim.exec_lua(code, *args, async_=True))
+
+    def request(self, code: str, *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(self._nvim.exec_lua(code, *args))
+            except Exception as err:  # noqa: BLE001 - handed to the waiting thread
+                future.set_exception(err)
+
+        self._nvim.async_call(run)
+        return future
+
+
+class GeminiCompanionPlugin:
+    def __init__(self, nvim: pynvim.Nvim) -> None:
+        self._nvim = nvim
+        self._companion: Any = None
+
+    def _get(self) -> Any:
+        if self._companion is None:
+            from .companion import Companion
+
+            self._companion = Companion(_Editor(self._nvim))
+        return self._companion
+
+    @pynvim.function("GeminiCompanionNotify", sync=False)
+    def notify(self, args: list[Any]) -> None:
+        self._dispatch(args)
+
+    @pynvim.function("GeminiCompanionRequest", sync=True)
+    def request(self, args: list[Any]) -> Any:
+        return self._dispatch(args)
+
+    def _dispatch(self, args: list[Any]) -> Any:
+        method, params = args[0], (args[1] if len(args) > 1 else {})
+        return self._get().handle(method, params or {})
+
+
+pynvim.plugin(GeminiCompanionPlugin)  # imported by __init__.py only in the plugin's own host
