@@ -48,9 +48,15 @@ end
 
 ---@alias gemini_companion.tools.Buffers table<integer, string|false> buffer -> resolved path
 
+--- fs_realpath calls not back yet: path -> when asked (ms, vim.uv.now) and who waits for it. A
+--- name on a hung mount holds one of libuv's few pool threads until the mount is gone: it is
+--- asked once, not again by every later call (which would take every thread).
+---@type table<string, { since: integer, waiting: fun(real: string)[] }>
+local asking = {}
+
 --- `paths` (key -> path) resolved off the main loop (libuv's thread pool: a file on a hung mount
 --- stalls no key), then done(key -> real path; a file that is gone keeps its name; false: not
---- resolved within RESOLVE_TIMEOUT_MS).
+--- resolved within RESOLVE_TIMEOUT_MS, or still not back from an earlier call after that time).
 ---@generic K
 ---@param paths table<K, string>
 ---@param done fun(real: table<K, string|false>)
@@ -63,18 +69,32 @@ local function realpaths(paths, done)
     end
   end
   for key, path in pairs(paths) do
-    real[key], pending = false, pending + 1
-    vim.uv.fs_realpath(path, function(err, resolved)
-      vim.schedule(function()
+    real[key] = false
+    local ask = asking[path]
+    if not ask or vim.uv.now() - ask.since < RESOLVE_TIMEOUT_MS then -- else stuck: not resolved
+      pending = pending + 1
+      if not ask then
+        ask = { since = vim.uv.now(), waiting = {} }
+        asking[path] = ask
+        vim.uv.fs_realpath(path, function(err, resolved)
+          vim.schedule(function()
+            asking[path] = nil
+            for _, wait in ipairs(ask.waiting) do
+              wait(not err and resolved or path)
+            end
+          end)
+        end)
+      end
+      table.insert(ask.waiting, function(resolved)
         if not finished then
-          real[key] = not err and resolved or path
+          real[key] = resolved
           pending = pending - 1
           if pending == 0 then
             finish()
           end
         end
       end)
-    end)
+    end
   end
   if pending == 0 then
     return finish()

@@ -11,9 +11,10 @@ gives are never read by path: `read_inside` opens the file one component at a ti
 through the root as it was resolved when it was set (launch.clean_roots), without following any
 link, and Lua gets those bytes (`file`) with the call. A root is never resolved again: a root
 (or a folder above it) replaced by a link later is refused, never followed.
-Reads run off the server loop, each on its own thread, for at most READ_SECONDS (`Reader`): a
-file on a hung mount is a one-line error in time and holds up no later call. read_buffer with an
-end_line reads only up to that line (a 200 MB log answers its first lines).
+Resolving a path (`confine`) and reading it run off the server loop, on a thread of their own,
+for at most READ_SECONDS (`Reader`): a file on a hung mount, where even a stat never returns, is a
+one-line error in time and holds up no later call. read_buffer with an end_line reads only up to
+that line (a 200 MB log answers its first lines).
 Lua reads no file itself; where Neovim must load one (a language server needs a buffer) it keeps
 the buffer only if it holds exactly these bytes, and lets it go when the tool is done. Snippets
 of other files (an LSP definition's line) come from `read_inside` too, so a location outside the
@@ -393,18 +394,23 @@ class ToolsFeature:
     def _handler(self, name: str) -> Callable[[str, dict[str, Any]], Any]:
         async def call(_session_id: str, args: dict[str, Any]) -> dict[str, Any]:
             roots = self._workspace()
-            try:
+
+            def prepare() -> dict[str, Any]:
                 checked = check(name, args, roots)
-            except ToolError as err:
+                if name in READS:
+                    lines = checked.get("end_line") if name == "read_buffer" else None
+                    checked["file"] = _file(checked["path"], roots, lines)
+                return checked
+
+            try:
+                if "path" in args:  # resolving it stats, reading it reads: off the server loop, bounded
+                    path = args["path"]
+                    what = quote(path if isinstance(path, str) else "the path", 200)
+                    checked = await self._reader.run(what, prepare)
+                else:
+                    checked = prepare()
+            except ToolError as err:  # nothing asked of Neovim: nothing left pending there
                 return error(one_line(f"{name}: {err}"))
-            if name in READS:  # off the server loop, bounded: a hung disk stalls nothing else
-                lines = checked.get("end_line") if name == "read_buffer" else None
-                try:
-                    path = checked["path"]
-                    name_ = quote(os.path.relpath(path, _root_of(path, roots) or os.sep), 200)
-                    checked["file"] = await self._reader.run(name_, lambda: _file(path, roots, lines))
-                except ToolError as err:  # nothing asked of Neovim: nothing left pending there
-                    return error(one_line(f"{name}: {err}"))
             answer = await self._ask(name, checked)
             if "error" in answer:
                 return error(clean(one_line(f"{name}: {answer['error']}")))
