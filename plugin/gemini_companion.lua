@@ -41,13 +41,13 @@ vim.api.nvim_create_user_command('GeminiCompanionStatus', function()
 end, { desc = 'gemini-companion: show server status' })
 for name, verb in pairs({ GeminiAccept = 'accept', GeminiReject = 'reject' }) do
   vim.api.nvim_create_user_command(name, function(opts)
-    require('gemini_companion.diff')[verb](opts.args, opts.bang) -- the whole argument: a path may contain spaces
+    require('gemini_companion.review')[verb](opts.args, opts.bang) -- the whole argument: a path may contain spaces
   end, {
     nargs = '?',
     bang = true,
     desc = ("gemini-companion: %s the proposed edit of [file] (default: this tab's or the only one)"):format(verb),
     complete = function(lead)
-      return require('gemini_companion.diff').complete(lead)
+      return require('gemini_companion.review').complete(lead)
     end,
   })
 end
@@ -117,7 +117,7 @@ vim.api.nvim_create_autocmd('BufReadCmd', {
   group = group,
   pattern = 'gemini://*',
   callback = function(ev)
-    require('gemini_companion.diff').read_stray(ev.buf)
+    require('gemini_companion.review').read_stray(ev.buf)
   end,
 })
 vim.api.nvim_create_autocmd('SessionLoadPost', {
@@ -126,7 +126,7 @@ vim.api.nvim_create_autocmd('SessionLoadPost', {
     for _, buf in ipairs(vim.api.nvim_list_bufs()) do
       if vim.api.nvim_buf_get_name(buf):match('^gemini://') then
         vim.schedule(function() -- after the session script: its autocommand windows cannot close tabs
-          require('gemini_companion.diff').sweep_stray()
+          require('gemini_companion.review').sweep_stray()
         end)
         return
       end

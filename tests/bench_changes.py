@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchlib import STALL_PROBE, Row, row
 from conftest import Editor, Sandbox, git, wait_for
-from gemini_companion.snapshot import Snapshotter
+from gemini_companion.changes.snapshot import Snapshotter
 from test_changes import a_turn, hook
 
 FILES, FILE_BYTES = 5000, 10_000

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from benchlib import STALL_PROBE, Row, row
 from conftest import Editor, NodeClient, Sandbox, client_env, wait_for
 
-DIFF = "require('gemini_companion.diff')"
+DIFF = "require('gemini_companion.review')"
 SIZES = [  # (label, bytes, runs, target ms): issue 11's targets, as quick as a pure-Lua companion
     ("10 KB", 10 * 1024, 15, 6.0),
     ("1 MB", 1024 * 1024, 9, 90.0),

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import Editor, Sandbox, git, wait_for
-from gemini_companion.hook import KEY_ENV, read_key
+from gemini_companion.programs.hook import KEY_ENV, read_key
 from mcp_raw import RawSession
 
 

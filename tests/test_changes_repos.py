@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Editor, Sandbox, git, wait_for
-from gemini_companion import snapshot
-from gemini_companion.snapshot import SnapshotError, Snapshotter
+from gemini_companion.changes import snapshot
+from gemini_companion.changes.snapshot import SnapshotError, Snapshotter
 from test_changes import a_turn, hook
 from unit.test_snapshot import hostile_config, marker, no_marks, on_disk, state, stored
 

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import Editor, NodeClient, wait_for
 
-DIFF = "require('gemini_companion.diff')"
+DIFF = "require('gemini_companion.review')"
 
 
 class Review:

@@ -21,7 +21,7 @@ from conftest import Editor, Sandbox, wait_for
 from e2e.fake_model import FakeModel, Turn
 from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, Tui, gemini_settings, terminal_env, tmux_available
 from gemini_companion.contract import STARTUP_ENV
-from gemini_companion.hook import KEY_ENV
+from gemini_companion.programs.hook import KEY_ENV
 from test_hook_hostile import Attack, Listener
 
 pytestmark = [pytest.mark.e2e]
@@ -44,9 +44,9 @@ def probe(dump: Path) -> dict[str, Any]:
 
 def enable_cli(editor: Editor) -> dict[str, Any]:
     """The plugin's own enable-cli, into the sandbox HOME's Gemini settings; the settings."""
-    changes = editor.lua("return require('gemini_companion.cli_settings').enable('gemini')")
+    changes = editor.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
     assert changes, changes
-    path = Path(editor.lua("return require('gemini_companion.cli_settings').path('gemini')"))
+    path = Path(editor.lua("return require('gemini_companion.agents.cli_settings').path('gemini')"))
     return json.loads(path.read_text())
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TIMEOUT, Editor, wait_for
-from gemini_companion import discovery
+from gemini_companion.server import discovery
 from mcp_raw import RawSession, initialize_request
 
 

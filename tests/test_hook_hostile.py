@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from conftest import TESTS, Editor, Sandbox, wait_for
-from gemini_companion import discovery, http_guard
 from gemini_companion.contract import STARTUP_ENV
-from gemini_companion.hook import HOOKS_PATH, KEY_ENV, OWNER_FIELD, key_dir, read_key
+from gemini_companion.programs.hook import HOOKS_PATH, KEY_ENV, OWNER_FIELD, key_dir, read_key
+from gemini_companion.server import discovery, http_guard
 
 EVENTS = {"gemini": ["BeforeAgent", "AfterTool", "AfterAgent"], "qwen": ["UserPromptSubmit", "PostToolUse", "Stop"]}
 OLD_COMMAND = '[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK turn-start"'  # versions before
@@ -223,7 +223,7 @@ def turns(editor: Editor) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("cli", ["gemini", "qwen"])
 def test_the_command_holds_no_dollar_and_runs_only_the_plugins_python_on_hook_py(ed, cli):
     python = ed.lua("return vim.fn.exepath((require('gemini_companion.host').python()))")
-    hook_py = str(Path(ed.lua("return require('gemini_companion.host').plugin")) / "hook.py")
+    hook_py = str(Path(ed.lua("return require('gemini_companion.host').plugin")) / "programs" / "hook.py")
     for entry in entries(ed, cli):
         assert "$" not in json.dumps(entry), entry  # neither the shell nor the CLI's settings expand anything
         assert f"'{python}' -I -S '{hook_py}' " in entry["command"]
@@ -408,7 +408,7 @@ def test_qwen_session_defaults_hold_the_new_entry_once_not_an_inherited_one(edit
     sandbox.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(system)
     ed = editor_factory(setup={})
     ed.wait_state("running")
-    ed.lua("require('gemini_companion.qwen_defaults').ensure()")
+    ed.lua("require('gemini_companion.agents.qwen_defaults').ensure()")
     hooks = json.loads(Path(ed.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())["hooks"]
     assert hooks["Stop"][0] == admins and len(hooks["Stop"]) == 2
     assert hooks["Stop"][1] == {"hooks": [entries(ed, "qwen")[2]]} and hooks["PreCompact"] == []

@@ -31,11 +31,11 @@ def connected(editor: Editor, gemini_factory: Callable[..., NodeClient]) -> Revi
 
 
 def files(editor: Editor) -> list[str]:
-    return editor.lua("return require('gemini_companion.diff').files()")
+    return editor.lua("return require('gemini_companion.review').files()")
 
 
 def orphans(editor: Editor) -> list[str]:
-    return editor.lua("return require('gemini_companion.diff').orphaned()")
+    return editor.lua("return require('gemini_companion.review').orphaned()")
 
 
 def restart(editor: Editor, gemini_factory: Callable[..., NodeClient]) -> Review:

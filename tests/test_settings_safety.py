@@ -24,7 +24,7 @@ import pytest
 from conftest import ROOT, Editor, wait_for
 from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, terminal_env, tmux_available
 
-SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "settings_edit.py"
+SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "programs" / "settings_edit.py"
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 HOOK = {"hooks": [{"type": "command", "name": "gemini-companion", "command": "declare -p X || exit 0; run"}]}
 SERVER = {"httpUrl": "${GEMINI_COMPANION_MCP_URL:-}", "headers": {"Authorization": "Bearer ${T:-}"}, "trust": True}
@@ -383,7 +383,7 @@ def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_
 
 
 def gemini_settings_path(editor: Editor) -> Path:
-    return Path(editor.lua("return require('gemini_companion.cli_settings').path('gemini')"))
+    return Path(editor.lua("return require('gemini_companion.agents.cli_settings').path('gemini')"))
 
 
 def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory, sandbox):
@@ -392,11 +392,11 @@ def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory
     path.parent.mkdir(parents=True)
     original = '{\n  "theme": "x",\n  "mcpServers": {\n    "mine": {"command": "x"}\n  }\n}\n'
     path.write_text(original)
-    assert ed.lua("return require('gemini_companion.cli_settings').enable('gemini')")
+    assert ed.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
     journal = sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json"
     assert journal.exists()
     journal.unlink()  # lost (or written by another Neovim)
-    changes = ed.lua("return require('gemini_companion.cli_settings').disable('gemini')")
+    changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
     assert changes and all("ide." not in line for line in changes), changes
     value = json.loads(path.read_text())
     assert value.get("hooks") is None and value["mcpServers"] == {"mine": {"command": "x"}}, value
@@ -409,14 +409,14 @@ def test_ask_without_a_ui_is_no_and_says_how_in_one_line(editor_factory):
     path.parent.mkdir(parents=True)
     path.write_text('{"a": 1}')
     assert ed.lua("return #vim.api.nvim_list_uis()") == 0  # --embed --headless, no UI attached
-    ed.lua("require('gemini_companion.cli_settings').before_start('gemini', 'ask')")
+    ed.lua("require('gemini_companion.agents.cli_settings').before_start('gemini', 'ask')")
     assert path.read_text() == '{"a": 1}'
     said = [line for line in ed.messages().splitlines() if "enable-cli" in line]
     assert len(said) == 1 and "not changed" in said[0], ed.messages()
-    ed.lua("require('gemini_companion.cli_settings').command('enable', 'gemini')")  # the explicit command
+    ed.lua("require('gemini_companion.agents.cli_settings').command('enable', 'gemini')")  # the explicit command
     assert json.loads(path.read_text())["ide"]["enabled"] is True
     path.write_text('{"ide": {"enabled": false}}')  # turned off by the user: asking again needs a UI
-    ed.lua("require('gemini_companion.cli_settings').command('enable', 'gemini')")
+    ed.lua("require('gemini_companion.agents.cli_settings').command('enable', 'gemini')")
     assert path.read_text() == '{"ide": {"enabled": false}}'
 
 
@@ -431,7 +431,7 @@ def test_only_an_explicit_yes_writes(editor_factory, key, written):
     ed.nvim.ui_attach(80, 24, ext_linegrid=True)
     ed.lua("vim.g.asked = nil")
     ed.nvim.exec_lua(
-        "require('gemini_companion.cli_settings').before_start('gemini', 'ask'); vim.g.asked = true", async_=True
+        "require('gemini_companion.agents.cli_settings').before_start('gemini', 'ask'); vim.g.asked = true", async_=True
     )
     wait_for(lambda: ed.nvim.api.get_mode()["mode"] == "r?", what="the question up")
     ed.nvim.input(key)
@@ -484,12 +484,12 @@ def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):
     path = gemini_settings_path(ed)
     path.parent.mkdir(parents=True)
     path.write_text("{}")
-    ed.lua("require('gemini_companion.cli_settings').command('enable', 'gemini')")
+    ed.lua("require('gemini_companion.agents.cli_settings').command('enable', 'gemini')")
     assert "still runs" not in ed.messages()
     ed.lua("require('gemini_companion.agents').open('mine')")
     wait_for(lambda: ed.lua("return #require('gemini_companion.agents').list()") == 1, what="the agent running")
     try:
-        ed.lua("require('gemini_companion.cli_settings').command('disable', 'gemini')")
+        ed.lua("require('gemini_companion.agents.cli_settings').command('disable', 'gemini')")
         said = [line for line in ed.messages().splitlines() if "still runs" in line]
         assert len(said) == 1 and said[0].startswith("gemini-companion: mine still runs"), ed.messages()
     finally:

@@ -26,7 +26,7 @@ import pytest
 from conftest import ROOT, TIMEOUT, Editor, NodeClient, client_env, wait_for
 from mcp_raw import initialize_request
 
-BRIDGE = ROOT / "rplugin" / "python3" / "gemini_companion" / "stdio_bridge.py"
+BRIDGE = ROOT / "rplugin" / "python3" / "gemini_companion" / "programs" / "stdio_bridge.py"
 IN_CONTAINER = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
 needs_container = pytest.mark.skipif(
     not IN_CONTAINER, reason="outside a container the client reaches 127.0.0.1 over HTTP and never runs the bridge"
@@ -245,7 +245,7 @@ def test_env_route_round_trips_a_diff_and_ends_cleanly(
     target = Path(os.path.realpath(sandbox.project)) / "a.txt"
     target.write_text("old\n")
     request = client.send("openDiff", filePath=str(target), newContent="new\n")
-    diff = "require('gemini_companion.diff')"
+    diff = "require('gemini_companion.review')"
     wait_for(lambda: editor.lua(f"return {diff}.files()") == [str(target)], what="the diff tab")
     editor.lua(f"{diff}.accept(...)", str(target))
     reply = client.reply(request)

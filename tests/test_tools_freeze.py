@@ -36,7 +36,7 @@ def test_a_hung_read_is_an_error_in_time_and_holds_up_no_later_read(tmp_path, mo
     """Reads stuck in the kernel (more than the shared executor has workers) time out with one
     line each; a read after them still answers; past MAX_HUNG_READS stuck ones a read is refused at
     once, and when they come loose, reads go again."""
-    from gemini_companion import tools
+    from gemini_companion.tools import tools
 
     monkeypatch.setattr(tools, "READ_SECONDS", 0.2)
     fifo = tmp_path / "hung"
@@ -73,7 +73,7 @@ def test_a_hung_read_is_an_error_in_time_and_holds_up_no_later_read(tmp_path, mo
 
 
 def test_a_range_reads_only_its_lines(tmp_path):
-    from gemini_companion.tools import ToolError, read_inside
+    from gemini_companion.tools.tools import ToolError, read_inside
 
     big = tmp_path / "big.log"
     with open(big, "wb") as out:

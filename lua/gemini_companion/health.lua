@@ -1,5 +1,5 @@
 --- :checkhealth gemini_companion. Everything is checked live: the Python host is run on a
---- standalone probe (rplugin/python3/gemini_companion/health_probe.py), the server state is
+--- standalone probe (rplugin/python3/gemini_companion/programs/health_probe.py), the server state is
 --- what the host last reported, and files and directories are looked at on disk.
 local M = {}
 
@@ -33,7 +33,7 @@ end
 ---@param python string
 ---@return gemini_companion.Probe? probe, string? error
 local function run_probe(python)
-  local script = host.root .. '/rplugin/python3/gemini_companion/health_probe.py'
+  local script = host.plugin .. '/programs/health_probe.py'
   local ok, proc = pcall(vim.system, { python, script }, { text = true })
   if not ok then
     return nil, tostring(proc)
@@ -159,7 +159,7 @@ end
 local function check_agents()
   health.start(message.prefixed('agents (:Gemini)'))
   local options = require('gemini_companion.config').options
-  local cli_settings = require('gemini_companion.cli_settings')
+  local cli_settings = require('gemini_companion.agents.cli_settings')
   local names = vim.tbl_keys(options.agents)
   table.sort(names)
   for _, name in ipairs(names) do
@@ -198,7 +198,7 @@ end
 --- This session's Qwen defaults file, as written (nil: none).
 ---@return table?
 local function qwen_session_settings()
-  local path = require('gemini_companion.qwen_defaults').path
+  local path = require('gemini_companion.agents.qwen_defaults').path
   return path and require('gemini_companion.json_file').read(path)
 end
 
@@ -208,7 +208,7 @@ end
 local function gemini_missing(prefix)
   return vim.tbl_filter(function(key)
     return vim.startswith(key, prefix)
-  end, require('gemini_companion.cli_settings').missing('gemini'))
+  end, require('gemini_companion.agents.cli_settings').missing('gemini'))
 end
 
 --- The model's editor tools: the endpoint, and whether each CLI will find them.
@@ -230,7 +230,7 @@ local function check_tools()
   elseif tools then
     health.warn('Qwen Code: the session defaults file does not name them', { ':GeminiCompanion restart' })
   end
-  local cli_settings = require('gemini_companion.cli_settings')
+  local cli_settings = require('gemini_companion.agents.cli_settings')
   local missing = gemini_missing('mcpServers.')
   local path = vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')
   if #missing > 0 then
@@ -275,7 +275,7 @@ local function check_changes()
   if qwen and qwen.hooks then
     health.ok("Qwen Code: turn hooks in this session's defaults file")
   end
-  local cli_settings = require('gemini_companion.cli_settings')
+  local cli_settings = require('gemini_companion.agents.cli_settings')
   local missing = gemini_missing('hooks.')
   local fallback = 'until then, turns start with :GeminiChanges mark and with prompts sent by :GeminiSend!'
   local stale = vim.tbl_filter(function(key)

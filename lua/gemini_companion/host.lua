@@ -15,7 +15,7 @@ M.plugin = vim.fs.normalize(M.root .. '/rplugin/python3/gemini_companion')
 -- Run as `python -c BOOT <plugin dir>`: boot.py advertises the server, then runs pynvim's
 -- plugin host on the packages named on its command line. An empty sys.path entry (the cwd)
 -- must not shadow anything.
-local BOOT = "import sys; sys.path = [p for p in sys.path if p]; p = sys.argv[1] + '/boot.py'; "
+local BOOT = "import sys; sys.path = [p for p in sys.path if p]; p = sys.argv[1] + '/programs/boot.py'; "
   .. "exec(compile(open(p).read(), p, 'exec'))"
 local STDERR_LINES = 20
 
@@ -106,8 +106,8 @@ local function on_exit(channel, code)
     )
   )
   -- Open proposals stay open, marked orphaned; nothing is shared with a dead server.
-  if package.loaded['gemini_companion.diff'] then
-    require('gemini_companion.diff').orphan_all('the Python host is gone')
+  if package.loaded['gemini_companion.review'] then
+    require('gemini_companion.review').orphan_all('the Python host is gone')
   end
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()

@@ -19,7 +19,7 @@ function M.autostart()
   if config.options.auto_start and not host.started and not host.problem and vim.v.exiting == vim.NIL then
     M.start(true)
   end
-  vim.schedule(require('gemini_companion.cli_settings').replace_stale_hooks)
+  vim.schedule(require('gemini_companion.agents.cli_settings').replace_stale_hooks)
 end
 
 --- Workspace roots: every working directory in use (global, then per tab) plus configured
@@ -50,7 +50,7 @@ function M.start(quiet)
       max_turns = changes.max_turns,
       max_file_bytes = changes.max_file_kb * 1024,
     })
-    require('gemini_companion.qwen_defaults').ensure()
+    require('gemini_companion.agents.qwen_defaults').ensure()
     if config.options.context.enabled then
       require('gemini_companion.context').attach()
     end
@@ -62,8 +62,8 @@ function M.stop()
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
   end
-  if package.loaded['gemini_companion.qwen_defaults'] then
-    require('gemini_companion.qwen_defaults').remove()
+  if package.loaded['gemini_companion.agents.qwen_defaults'] then
+    require('gemini_companion.agents.qwen_defaults').remove()
   end
   if host.alive() then
     state.update(host.request('stop'))
@@ -131,7 +131,7 @@ function M.status_lines()
   end
   add('open diffs', #s.diffs)
   add('Python host', s.python or host.python())
-  local diff = package.loaded['gemini_companion.diff'] -- no diff was ever open otherwise
+  local diff = package.loaded['gemini_companion.review'] -- no diff was ever open otherwise
   for i, path in ipairs(diff and diff.orphaned() or {}) do
     add(i == 1 and 'orphaned diffs' or '', path .. ' (:GeminiAccept! writes it, :q drops it)')
   end
@@ -149,10 +149,10 @@ M.subcommands = {
     vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
   end,
   ['enable-cli'] = function(cli)
-    require('gemini_companion.cli_settings').command('enable', cli)
+    require('gemini_companion.agents.cli_settings').command('enable', cli)
   end,
   ['disable-cli'] = function(cli)
-    require('gemini_companion.cli_settings').command('disable', cli)
+    require('gemini_companion.agents.cli_settings').command('disable', cli)
   end,
   install = function()
     host.install(function(ok)

@@ -46,7 +46,7 @@ local function changed()
 end
 
 local function sync_qwen_defaults()
-  local qwen_defaults = package.loaded['gemini_companion.qwen_defaults'] -- none written otherwise
+  local qwen_defaults = package.loaded['gemini_companion.agents.qwen_defaults'] -- none written otherwise
   if qwen_defaults then
     qwen_defaults.sync()
   end

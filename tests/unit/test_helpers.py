@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from gemini_companion import access, context, diff, discovery, launch, mcp_server
+from gemini_companion.context import context
+from gemini_companion.review import diff
+from gemini_companion.server import access, discovery, launch, mcp_server
 
 
 @pytest.mark.parametrize("content", ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\r\nb\n", "\n\n", "é\r\n漢\r\n", "x\r"])
@@ -141,7 +143,7 @@ def test_json_rpc_errors_are_answered_and_the_session_survives():
 
 
 def test_settings_edit_keeps_order_layout_and_mode_and_undoes_exactly(tmp_path):
-    script = Path(diff.__file__).with_name("settings_edit.py")
+    script = Path(diff.__file__).parents[1] / "programs" / "settings_edit.py"
     settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
     original = {"zeta": {}, "ide": {"hasSeenNudge": False}, "alpha": None, "list": []}
     settings.write_text(json.dumps(original, indent=2) + "\n")

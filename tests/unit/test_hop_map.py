@@ -22,7 +22,7 @@ def in_code() -> set[tuple[str, str]]:
     for path in LUA.rglob("*.lua"):
         for name in re.findall(r"host\.(?:notify|request)\('(\w+)'", path.read_text()):
             hops.add(("Lua → Python", name))
-    for path in PYTHON.glob("*.py"):
+    for path in PYTHON.rglob("*.py"):
         source = path.read_text()
         aliases = dict(re.findall(r"^(\w+_LUA) = \"require\('gemini_companion\.(\w+)'\)\"", source, re.M))
         for module, function in re.findall(r"require\('gemini_companion\.(\w+)'\)\.(\w+)\(", source):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from gemini_companion import snapshot
-from gemini_companion.snapshot import Snapshot, Snapshotter
+from gemini_companion.changes import snapshot
+from gemini_companion.changes.snapshot import Snapshot, Snapshotter
 
 # Every hook git knows: each would leave a marker if git ran it.
 HOOKS = (

@@ -8,4 +8,4 @@ handlers, so a manifest never registers it a second time.
 """
 
 if globals().get("OWN_HOST"):
-    from .plugin import GeminiCompanionPlugin  # noqa: F401 - pynvim finds the handlers here
+    from gemini_companion.plugin import GeminiCompanionPlugin  # noqa: F401 - pynvim finds the handlers here

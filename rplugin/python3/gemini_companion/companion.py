@@ -18,13 +18,14 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from . import contract, discovery, env_names, hook_keys, launch
-from .access import Access
-from .changes import ChangesFeature
-from .context import ContextFeature
-from .diff import DiffFeature
-from .feature import Feature
-from .tools import ToolsFeature
+from gemini_companion import contract, env_names
+from gemini_companion.changes.changes import ChangesFeature
+from gemini_companion.context.context import ContextFeature
+from gemini_companion.feature import Feature
+from gemini_companion.review.diff import DiffFeature
+from gemini_companion.server import discovery, hook_keys, launch
+from gemini_companion.server.access import Access
+from gemini_companion.tools.tools import ToolsFeature
 
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
@@ -239,7 +240,7 @@ class Companion:
 
     def _serve(self, sock: socket.socket, ad: discovery.Advertisement) -> None:
         try:
-            from . import mcp_server
+            from gemini_companion.server import mcp_server
         except ImportError as err:
             self._fail(
                 f"the Python host {sys.executable} cannot import {err.name or err}"  # Lua adds the fix

@@ -16,10 +16,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 
-from . import env_names
-from .discovery import Advertisement
-from .hook_keys import key_for
-from .http_guard import EDITOR_PATH
+from gemini_companion import env_names
+from gemini_companion.server.discovery import Advertisement
+from gemini_companion.server.hook_keys import key_for
+from gemini_companion.server.http_guard import EDITOR_PATH
 
 
 def url(ad: Advertisement, path: str) -> str:

@@ -1,7 +1,7 @@
 """Every environment variable name the Python side sets or reads for the CLIs and for the plugin's
 own processes, spelled here and nowhere else (the Lua side's: lua/gemini_companion/env.lua;
 tests/unit/test_env_names.py keeps both the only homes). No imports: the programs that run as
-processes of their own (hook.py, stdio_bridge.py, boot.py) load it as a file.
+processes of their own (programs/) import it without pynvim.
 """
 
 # How a CLI started in Neovim finds this server: set in its terminals (contract.TERMINAL_ENV), and

@@ -45,7 +45,7 @@ class GeminiCompanionPlugin:
 
     def _get(self) -> Any:
         if self._companion is None:
-            from .companion import Companion
+            from gemini_companion.companion import Companion
 
             self._companion = Companion(_Editor(self._nvim))
         return self._companion

@@ -1,6 +1,6 @@
 -- enable-cli / disable-cli on a real file in a temporary GEMINI_CLI_HOME (the runner's HOME and
 -- XDG directories are temporary too).
-local cli_settings = require('gemini_companion.cli_settings')
+local cli_settings = require('gemini_companion.agents.cli_settings')
 
 local function fresh(text, mode)
   local home = vim.fn.tempname()

@@ -1,5 +1,5 @@
 -- What :GeminiSend and :GeminiAdd type: text as text, names as themselves. Pure Lua, no agent.
-local prompt = require('gemini_companion.prompt')
+local prompt = require('gemini_companion.agents.prompt')
 
 local function equal(got, want)
   assert(got == want, ('%s ~= %s'):format(vim.inspect(got), vim.inspect(want)))

@@ -183,7 +183,7 @@ end
 ---@param text string
 ---@return boolean ok, string? error
 function M.paste(agent, text)
-  vim.api.nvim_chan_send(agent.job, require('gemini_companion.prompt').bracketed(text))
+  vim.api.nvim_chan_send(agent.job, require('gemini_companion.agents.prompt').bracketed(text))
   return true
 end
 

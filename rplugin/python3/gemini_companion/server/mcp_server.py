@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from .feature import Tool, error
-from .http_guard import (
+from gemini_companion.feature import Tool, error
+from gemini_companion.server.http_guard import (
     EDITOR_PATH,
     HOOKS_PATH,
     MCP_PATH,
@@ -41,7 +41,7 @@ from .http_guard import (
 )
 
 if TYPE_CHECKING:
-    from .access import Identity
+    from gemini_companion.server.access import Identity
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .feature import Link, Tool
-from .snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
+from gemini_companion.changes.snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
+from gemini_companion.feature import Link, Tool
 
 if TYPE_CHECKING:
-    from .companion import Editor
+    from gemini_companion.companion import Editor
 
 # The hook events we register (changes.lua `hooks`), and whose they are.
 HOOK_CLI = {

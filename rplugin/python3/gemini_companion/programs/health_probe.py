@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the folder holding the package
 
-import discovery  # found through the sys.path entry above
+from gemini_companion.server import discovery
 
 # Distribution name -> module the server imports.
 DEPENDENCIES = {"pynvim": "pynvim", "uvicorn": "uvicorn", "psutil": "psutil"}

@@ -29,11 +29,9 @@ import threading
 import time
 from typing import Any, NoReturn
 
-try:
-    from . import env_names
-except ImportError:  # run as a program (-I: its folder, the plugin's own, is not on sys.path)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import env_names  # type: ignore[no-redef]
+if __name__ == "__main__":  # run by a CLI (-I): the folder holding the package goes on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gemini_companion import env_names
 
 HOST = "127.0.0.1"  # only ever loopback: the token must not leave the machine
 PATH = "/mcp"

@@ -25,7 +25,7 @@ from gemini_companion import env_names  # noqa: E402 - the package is registered
 start = os.environ.pop(env_names.START, None)
 if start:
     try:
-        from gemini_companion import launch
+        from gemini_companion.server import launch
 
         params = json.loads(start)
         launch.launch_early(int(params["nvim_pid"]), list(params["workspace"]))

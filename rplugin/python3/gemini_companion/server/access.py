@@ -26,8 +26,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import discovery, env_names
-from .http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH
+from gemini_companion import env_names
+from gemini_companion.server import discovery
+from gemini_companion.server.http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH
 
 CLI_NAMES = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}
 FIRST_AGENT_PID = 2**22 + 1  # above PID_MAX_LIMIT on 64-bit Linux

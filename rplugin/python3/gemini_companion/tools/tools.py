@@ -33,13 +33,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .feature import Link, Tool, error, text
-from .http_guard import quote
+from gemini_companion.feature import Link, Tool, error, text
+from gemini_companion.server.http_guard import quote
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .companion import Editor
+    from gemini_companion.companion import Editor
 
 ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools.lua)
 READ_SECONDS = 5.0  # a file that gives no bytes in this time (a hung mount) is an error

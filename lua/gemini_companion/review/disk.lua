@@ -1,7 +1,7 @@
 --- A review's disk side: file versions, watching the target while it is under review, and
 --- reloading the user's buffers after the CLI wrote an accepted file.
 local message = require('gemini_companion.message')
-local view = require('gemini_companion.diff.view')
+local view = require('gemini_companion.review.view')
 
 local M = {}
 

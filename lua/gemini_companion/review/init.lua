@@ -25,10 +25,10 @@
 --- This module is the lifecycle (the accept / reject / orphan state machine and the public
 --- API); diff/view.lua renders, diff/disk.lua watches the file.
 local config = require('gemini_companion.config')
-local disk = require('gemini_companion.diff.disk')
+local disk = require('gemini_companion.review.disk')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
-local view = require('gemini_companion.diff.view')
+local view = require('gemini_companion.review.view')
 
 local M = {}
 

@@ -115,7 +115,7 @@ local function edit(verb, cli, only_hooks)
   if vim.fn.executable(python) == 0 then
     python = 'python3' -- the script needs the standard library only
   end
-  local script = host.root .. '/rplugin/python3/gemini_companion/settings_edit.py'
+  local script = host.plugin .. '/programs/settings_edit.py'
   local argv = { python, script, verb, M.path(cli), journal_path() }
   local want = verb == 'enable' and M.wanted(cli) or {}
   if only_hooks then

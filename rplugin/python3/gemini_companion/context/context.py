@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .feature import Link, Tool
+from gemini_companion.feature import Link, Tool
 
 METHOD = "ide/contextUpdate"
 

@@ -113,7 +113,7 @@ end
 function M.paste(agent, text)
   -- A name of this paste alone: two Neovims (or agents) on one tmux server never swap texts.
   local buffer = ('gemini-companion-%d-%s-%d'):format(vim.fn.getpid(), agent.name, vim.uv.hrtime())
-  local _, err = tmux({ 'load-buffer', '-b', buffer, '-' }, require('gemini_companion.prompt').bracketed(text))
+  local _, err = tmux({ 'load-buffer', '-b', buffer, '-' }, require('gemini_companion.agents.prompt').bracketed(text))
   if not err then
     _, err = tmux({ 'paste-buffer', '-r', '-d', '-b', buffer, '-t', agent.pane }) -- -d: then drop the buffer
     if err then

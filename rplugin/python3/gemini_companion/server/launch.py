@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import discovery
+from gemini_companion.server import discovery
 
 
 @dataclass

@@ -20,11 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-try:
-    from . import env_names
-except ImportError:  # loaded as a file by health_probe.py (its folder on sys.path)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import env_names  # type: ignore[no-redef]
+from gemini_companion import env_names
 
 GEMINI_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
 GEMINI_AGENT_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)\.json$")  # an agent's own (access.py)
@@ -36,7 +32,7 @@ OWNER_FIELD = "neovimCompanionPid"
 # ...and when that process started (Linux clock ticks since boot): a reused PID is not ours.
 OWNER_START_FIELD = "neovimCompanionStart"
 # Run by a CLI that cannot reach us over HTTP (in a container it dials host.docker.internal).
-STDIO_BRIDGE = Path(__file__).resolve().with_name("stdio_bridge.py")
+STDIO_BRIDGE = Path(__file__).resolve().parents[1] / "programs" / "stdio_bridge.py"
 
 
 class DiscoveryError(Exception):

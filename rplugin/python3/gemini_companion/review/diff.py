@@ -18,16 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .feature import Link, Tool, error, text
+from gemini_companion.feature import Link, Tool, error, text
 
 if TYPE_CHECKING:
-    from .companion import Editor
+    from gemini_companion.companion import Editor
 
 # Both the proposal and the file it replaces; the HTTP body limit (32 MiB) comes first.
 MAX_CONTENT_BYTES = 16 * 1024 * 1024
 SMALL_BYTES = 256 * 1024  # below this, reading and splitting takes well under a millisecond
 CLOSE_TIMEOUT_SECONDS = 10.0
-DIFF_LUA = "require('gemini_companion.diff')"
+DIFF_LUA = "require('gemini_companion.review')"
 
 
 class DiffError(Exception):

@@ -98,7 +98,7 @@ function M.hooks(cli)
   end
   local python = host.python()
   local py = shell_path(python:sub(1, 1) == '/' and python or vim.fn.exepath(python))
-  local script = shell_path(host.plugin .. '/hook.py')
+  local script = shell_path(host.plugin .. '/programs/hook.py')
   if not (py and script) then
     if not said_refused then
       said_refused = true

@@ -155,13 +155,13 @@ local function start(name, args)
   if vim.fn.executable(cmd[1]) == 0 then
     return nil, ('%s: %s is not on PATH'):format(name, cmd[1])
   end
-  local cli_settings = require('gemini_companion.cli_settings')
+  local cli_settings = require('gemini_companion.agents.cli_settings')
   cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings)
   local provider = agent_spec.provider or config.options.terminal.provider
   local agent = {
     name = name,
     spec = agent_spec,
-    provider = require('gemini_companion.terminal.' .. provider),
+    provider = require('gemini_companion.agents.terminal.' .. provider),
     started = vim.uv.hrtime(),
   }
   agent.cli, agent.version = cli_package(cmd)
@@ -318,7 +318,7 @@ end
 ---@param text string
 ---@param submit? boolean
 function M.send(name, text, submit)
-  text = require('gemini_companion.prompt').text(text)
+  text = require('gemini_companion.agents.prompt').text(text)
   name = resolve(name)
   local agent = M.open(name)
   if not agent then
@@ -356,7 +356,7 @@ end
 --- `:[range]GeminiSend[!] [agent] [prompt]`
 ---@param opts table
 function M.send_command(opts)
-  local prompt = require('gemini_companion.prompt')
+  local prompt = require('gemini_companion.agents.prompt')
   local name, words = agent_and_rest(opts.fargs)
   local path = vim.api.nvim_buf_get_name(0)
   if path == '' then
@@ -374,7 +374,7 @@ end
 --- text file).
 ---@param opts table
 function M.add_command(opts)
-  local prompt = require('gemini_companion.prompt')
+  local prompt = require('gemini_companion.agents.prompt')
   local name, paths = agent_and_rest(opts.fargs)
   if #paths == 0 then
     local current = prompt.current_path()

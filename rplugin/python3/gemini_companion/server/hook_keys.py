@@ -13,8 +13,8 @@ import os
 import threading
 from pathlib import Path
 
-from . import discovery
-from .hook import KEY_LENGTH, key_dir, valid_key
+from gemini_companion.programs.hook import KEY_LENGTH, key_dir, valid_key
+from gemini_companion.server import discovery
 
 
 def key_for(ad: discovery.Advertisement, agent: str | None = None) -> str:

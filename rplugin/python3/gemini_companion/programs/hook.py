@@ -21,11 +21,9 @@ import socket
 import stat
 import sys
 
-try:
-    from . import env_names
-except ImportError:  # the CLIs' hook command (-I: its folder, the plugin's own, is not on sys.path)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import env_names  # type: ignore[no-redef]
+if __name__ == "__main__":  # run by the CLIs' hook command (-I): the folder holding the package goes on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gemini_companion import env_names
 
 KEY_ENV = env_names.HOOK_KEY
 KEY_LENGTH = 32  # hex digits
