@@ -49,9 +49,8 @@ def module(name: str) -> str:
 @pytest.fixture
 def lsp_editor(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> Editor:
     (sandbox.project / "source.py").write_text(module("inside"))
-    # Context sharing stats every listed buffer's file on the main loop (context.lua `shareable`):
-    # it would freeze on the mount by itself; this test is about the tools.
-    editor = editor_factory({"context": {"enabled": False}})
+    # Context sharing on (its default): it looks at every listed buffer's file as the cursor moves.
+    editor = editor_factory()
     editor.wait_state("running")
     return edit_with_pylsp(editor, sandbox.project / "source.py")
 
@@ -101,6 +100,10 @@ def test_a_hung_mount_freezes_no_tool_and_nothing_after_it(lsp_editor, mount, sa
     lsp_editor.lua(STALL_PROBE)
 
     mount.hang()
+    # The user goes on working: the cursor moves, so context sharing looks at every listed buffer's
+    # file (the one on the mount too) in the debounce window, while the calls below run.
+    lsp_editor.nvim.command("normal! G")
+    lsp_editor.nvim.command("normal! gg")
     far = [
         (tool, {"path": f"mnt/{name}", **extra})
         for tool, extra in PATH_TOOLS.items()

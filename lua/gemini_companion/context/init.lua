@@ -69,6 +69,33 @@ local function cursor_character(buf, row, col)
   return character
 end
 
+local request -- below: compute the state once the debounce window ends
+
+--- Paths known to be a regular file on disk (false: not one), and those being asked about.
+local on_disk = {} ---@type table<string, boolean>
+local asking = {} ---@type table<string, true>
+
+--- Is `path` a regular file on disk, as last heard? Asked with an asynchronous stat at every
+--- update (a stat on the main loop would wait as long as a hung mount does): a file created or
+--- deleted is seen one update later, and a new answer asks for that update. A name stuck on a
+--- hung mount is asked about once, and is not shared until it answers.
+---@param path string
+---@return boolean
+local function is_file(path)
+  if not asking[path] then
+    asking[path] = true
+    uv.fs_stat(path, function(_, stat)
+      asking[path] = nil
+      local now = stat ~= nil and stat.type == 'file'
+      if on_disk[path] ~= now then
+        on_disk[path] = now
+        vim.schedule(request)
+      end
+    end)
+  end
+  return on_disk[path] == true
+end
+
 --- The buffer's file path if it may be shared: a listed, normal buffer for a file on disk,
 --- not excluded by the user's filter.
 ---@param buf integer
@@ -81,8 +108,7 @@ local function shareable(buf)
     return nil
   end
   local path = api.nvim_buf_get_name(buf)
-  local stat = path ~= '' and uv.fs_stat(path)
-  if not stat or stat.type ~= 'file' then
+  if path == '' or not is_file(path) then
     return nil
   end
   local filter = config.options.context.filter
@@ -185,8 +211,8 @@ local function read_window(buf, visual, from_marks)
   return file
 end
 
---- The state to share, computed from scratch (bounded: at most max_files files are stat'ed
---- beyond the excluded ones, and the selection read is capped).
+--- The state to share, computed from scratch (bounded: at most max_files files are looked at
+--- beyond the excluded ones, off the main loop, and the selection read is capped).
 ---@return table
 local function compute()
   local opts = config.options.context
@@ -259,7 +285,7 @@ local function flush()
 end
 
 --- Something changed: compute the state once the debounce window ends. Constant, tiny work.
-local function request()
+request = function()
   if not pending and timer then
     pending = true
     timer:start(config.options.context.debounce_ms, 0, vim.schedule_wrap(flush))
@@ -336,7 +362,7 @@ function M.detach()
     timer = nil
   end
   pending = false
-  focused, active, last_sent = {}, nil, nil
+  focused, active, last_sent, on_disk = {}, nil, nil, {}
 end
 
 return M
