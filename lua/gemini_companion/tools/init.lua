@@ -692,6 +692,25 @@ local function flatten(symbols, container, out, roots, path)
   end
 end
 
+--- The symbols of every server's answer, flattened, their files named inside the roots.
+---@param results table? the answers by client id (nil: the request failed)
+---@param err string?
+---@param roots string[]
+---@param file string? the document's name (document symbols carry no location of their own)
+---@param done fun(result: table?, err: string?)
+local function symbols(results, err, roots, file, done)
+  if not results then
+    return done(nil, err)
+  end
+  resolve_names(results, function()
+    local out = {}
+    for _, answer in pairs(results) do
+      flatten(answer.result or {}, nil, out, roots, file)
+    end
+    return { symbols = out, count = #out }
+  end, done)
+end
+
 function handlers.lsp_document_symbols(args, done)
   local method = 'textDocument/documentSymbol'
   lsp_buffer(args, method, function(buf, err)
@@ -700,16 +719,7 @@ function handlers.lsp_document_symbols(args, done)
     end
     request(buf, method, { textDocument = { uri = vim.uri_from_bufnr(buf) } }, function(results, rerr)
       release(buf)
-      if not results then
-        return done(nil, rerr)
-      end
-      resolve_names(results, function()
-        local out = {}
-        for _, answer in pairs(results) do
-          flatten(answer.result or {}, nil, out, args.roots, relative(args.path, args.roots))
-        end
-        return { symbols = out }
-      end, done)
+      symbols(results, rerr, args.roots, relative(args.path, args.roots), done)
     end)
   end)
 end
@@ -722,16 +732,7 @@ function handlers.lsp_workspace_symbols(args, done)
     return done(nil, 'no language server that answers workspace/symbol is attached (open a file of the project)')
   end
   request(buf, method, { query = args.query }, function(results, err)
-    if not results then
-      return done(nil, err)
-    end
-    resolve_names(results, function()
-      local out = {}
-      for _, answer in pairs(results) do
-        flatten(answer.result or {}, nil, out, args.roots)
-      end
-      return { symbols = out, count = #out }
-    end, done)
+    symbols(results, err, args.roots, nil, done)
   end)
 end
 
