@@ -465,12 +465,20 @@ def test_a_key_file_a_killed_host_left_is_never_used(ed, sandbox, listener, atta
         path.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("mode", ["ask", "never"])
-def test_earlier_versions_hooks_are_replaced_at_start_and_nothing_else(editor_factory, sandbox, mode):
-    """Those entries ran what a .env said, outside Neovim too: the user said yes to our hooks once,
-    so the next start swaps them for the current ones (not with cli_settings = 'never'); every
-    other key, the user's own hooks among them, stays as it was."""
-    old = {"hooks": [{"type": "command", "command": OLD_COMMAND, "timeout": 60000}]}
+# An entry of the version before hook.py moved to programs/ (it would answer `{}` and track nothing).
+MOVED_COMMAND = (
+    "declare -p GEMINI_COMPANION_HOOK_ID >/dev/null 2>&1 || exit 0; [[ -x '/usr/bin/python3' &&"
+    " -f '/old/rplugin/python3/gemini_companion/hook.py' ]] && '/usr/bin/python3' -I -S"
+    " '/old/rplugin/python3/gemini_companion/hook.py' turn-start || echo '{}'; exit 0"
+)
+
+
+@pytest.mark.parametrize(("mode", "command"), [("ask", OLD_COMMAND), ("never", OLD_COMMAND), ("ask", MOVED_COMMAND)])
+def test_earlier_versions_hooks_are_replaced_at_start_and_nothing_else(editor_factory, sandbox, mode, command):
+    """Those entries ran what a .env said, outside Neovim too (or name a hook.py that moved): the
+    user said yes to our hooks once, so the next start swaps them for the current ones (not with
+    cli_settings = 'never'); every other key, the user's own hooks among them, stays as it was."""
+    old = {"hooks": [{"type": "command", "command": command, "timeout": 60000}]}
     mine = {"hooks": [{"type": "command", "command": "echo mine"}]}
     settings = sandbox.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -488,5 +496,5 @@ def test_earlier_versions_hooks_are_replaced_at_start_and_nothing_else(editor_fa
     )
     assert done["model"] == {"name": "x"} and "ide" not in done and "mcpServers" not in done
     assert done["hooks"] == {"BeforeAgent": [mine, ours[0]], "AfterTool": [ours[1]], "AfterAgent": [ours[2]]}
-    assert OLD_COMMAND not in settings.read_text()
+    assert json.dumps(command)[1:-1] not in settings.read_text()
     wait_for(lambda: "replaced the turn hooks" in editor.messages(), what="one line that says so")

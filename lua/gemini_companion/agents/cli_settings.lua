@@ -180,8 +180,9 @@ function M.enable(cli)
   return edit('enable', cli)
 end
 
---- Hook entries an earlier version wrote ran what a project's `.env` said, outside Neovim too.
---- They are ours, written after the user's yes: replace them with the current entries at start,
+--- Hook entries an earlier version wrote ran what a project's `.env` said, outside Neovim too, or
+--- name a hook.py that has moved since (they would track nothing). They are ours, written after
+--- the user's yes: replace them with the current entries at start,
 --- touching nothing else, and say so once (not with cli_settings = 'never': then :checkhealth
 --- names them).
 local stale_checked = false -- once a session: a later setup() finds nothing new
@@ -199,7 +200,7 @@ function M.replace_stale_hooks()
   local changes, err = edit('enable', 'gemini', true)
   local path = vim.fn.fnamemodify(M.path('gemini'), ':~')
   if changes then
-    message.notify(('replaced the turn hooks an earlier version wrote in %s (they ran what a .env said)'):format(path))
+    message.notify(('replaced the turn hooks an earlier version wrote in %s'):format(path))
   else
     message.notify(('%s holds unsafe hooks of an earlier version: %s'):format(path, err or '?'), 'warn')
   end
