@@ -6,7 +6,7 @@ NODE_DIR := tests/node
 # Neovim >= 0.10 for tests and the demo: the one on PATH, else one installed into the venv (make dev).
 NVIM = $(shell cat $(VENV)/nvim-path)
 
-.PHONY: install dev node demo test test-unit lint format bench soak clean tools lint-tools
+.PHONY: install dev node demo test test-unit lint format bench bench-peers soak clean tools lint-tools
 
 # The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
 # from PyPI (pynvim, uvicorn, psutil and what they need) and doc/tags. Nothing else is downloaded.
@@ -81,6 +81,10 @@ test-unit: dev
 
 bench: dev node
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench.py
+
+# Side by side with nvim-gemini-companion (pure Lua), PEER=<its checkout>: nothing is fetched.
+bench-peers: dev node
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench_peers.py $(PEER)
 
 # A bounded busy run (SOAK_SECONDS, default 180) that fails if anything leaks.
 soak: dev node

@@ -129,7 +129,12 @@ local function spawn(start, quiet)
   stderr = {}
   local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
     rpc = true,
-    env = { [require('gemini_companion.env').start] = vim.json.encode(start) },
+    env = {
+      [require('gemini_companion.env').start] = vim.json.encode(start),
+      -- glibc: blocks over 128 KiB always mmap'd, so a closed 1 MB review gives its memory back
+      -- (by default the threshold rises to the largest block freed, and the heap keeps it).
+      MALLOC_MMAP_THRESHOLD_ = '131072',
+    },
     on_stderr = function(_, data)
       for _, line in ipairs(data) do
         if line ~= '' then

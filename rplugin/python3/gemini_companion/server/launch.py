@@ -81,7 +81,10 @@ def take(nvim_pid: int, workspace: list[str]) -> Launch:
 
 def bind_loopback() -> socket.socket:
     """Bind 127.0.0.1 on a free port now, so the port is known before anything slow."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # accepted sockets inherit it. Without it, a response's body waits behind its headers for the
+    # client's delayed ACK (~40 ms on loopback).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     sock.set_inheritable(False)
