@@ -24,4 +24,6 @@ return {
   old_hook = 'GEMINI_COMPANION_HOOK',
   -- host.lua -> boot.py: the start parameters.
   start = 'GEMINI_COMPANION_START',
+  -- The host's glibc: above this size a block is mmap'd (its memory comes back when freed).
+  malloc_mmap_threshold = 'MALLOC_MMAP_THRESHOLD_',
 }

@@ -4,6 +4,7 @@
 --- process it notices its death at once (job exit) and can start a fresh one in the same
 --- Neovim. Calls are msgpack-RPC on the job's channel; a notification sent while the
 --- host is still starting waits in the pipe, so starting never blocks the UI.
+local env = require('gemini_companion.env')
 local message = require('gemini_companion.message')
 
 local M = {}
@@ -130,10 +131,10 @@ local function spawn(start, quiet)
   local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
     rpc = true,
     env = {
-      [require('gemini_companion.env').start] = vim.json.encode(start),
+      [env.start] = vim.json.encode(start),
       -- glibc: blocks over 128 KiB always mmap'd, so a closed 1 MB review gives its memory back
       -- (by default the threshold rises to the largest block freed, and the heap keeps it).
-      MALLOC_MMAP_THRESHOLD_ = '131072',
+      [env.malloc_mmap_threshold] = '131072',
     },
     on_stderr = function(_, data)
       for _, line in ipairs(data) do
