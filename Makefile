@@ -53,7 +53,7 @@ STYLUA := $(NODE_DIR)/node_modules/.bin/stylua
 # git, Node >= 20 and npm.
 TEST_TOOLS := luacheck tmux git node npm
 # $(error) stops make in that one line (a failing recipe would add make's own second line).
-need = $(eval missing := $(shell scripts/need_tools.sh $(1)))$(if $(missing),$(error $(missing)))
+need = $(eval missing := $(shell bash scripts/need_tools.sh $(1)))$(if $(missing),$(error $(missing)))
 tools:
 	@:$(call need,$(TEST_TOOLS))
 lint-tools:
