@@ -2,8 +2,8 @@
 
 Run as a script by the host Python (`python health_probe.py`), standard library only,
 so it also works — and says what is missing — when the host lacks the plugin's
-dependencies. It imports `discovery.py` from its own directory (also stdlib only)
-so the directories it checks are exactly the ones the server uses.
+dependencies. It imports the server's `discovery.py` (also stdlib only; importing the
+package loads no pynvim) so the directories it checks are exactly the ones the server uses.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the folder holding the package
+# The folder holding the package (by name, not resolved: a symlinked script still finds its own).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from gemini_companion.server import discovery
 
