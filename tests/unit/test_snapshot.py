@@ -623,3 +623,20 @@ def test_a_folder_we_may_not_enter_is_skipped_not_a_failure(tmp_path):
     finally:
         (root / "repo" / "locked").chmod(0o755)
         shutil.rmtree(root)
+
+
+def test_a_file_named_sdir_is_no_sparse_index(tmp_path):
+    """A sparse index is told by its extension, read after the entries: a file named `sdir` (its
+    entry padded with NULs) or a folder of that name makes no sparse read."""
+    repo = tmp_path / "repo"
+    write(repo, {"sdir": b"s\n", "docs/sdir": b"d\n", "sdir2/a": b"a\n"})
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    assert b"sdir\0\0\0\0" in (repo / ".git" / "index").read_bytes()
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo))
+    assert not Path(before.git_dir, "info", "sparse-checkout").exists()
+    assert stored(before) == on_disk(repo)
+    (repo / "sdir").write_text("S\n")
+    after = snapshotter.take(str(repo))
+    assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [("sdir", "modified")]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -126,8 +127,17 @@ class Snapshotter:
         if shutil.which("git") is None:
             raise SnapshotError("git is not on PATH: changes cannot be tracked")
         with self._lock:  # one snapshot at a time writes our index of a repository
-            repo = self._repo(os.path.realpath(cwd))
-            return self._write(repo)
+            real = os.path.realpath(cwd)
+            repo = self._repo(real)
+            tracked: list[str] = []
+            if not repo.untracked:  # a dotfiles tree: its files are those the user's index lists now
+                tracked = self._tracked(repo)
+                below = os.path.relpath(real, repo.work_tree)
+                if below != "." and not any(path.startswith(below + "/") for path in tracked):
+                    # A folder of it the dotfiles do not track (a project in the home folder):
+                    # its own work tree outside git, every file of it followed.
+                    repo, tracked = self._repo(real, alone=True), []
+            return self._write(repo, tracked)
 
     def changes(self, before: Snapshot, after: Snapshot) -> list[FileChange]:
         """Files created, modified or deleted from one tree to the other, with +/- line counts."""
@@ -175,7 +185,7 @@ class Snapshotter:
 
     # --- inside ------------------------------------------------------------------------
 
-    def _write(self, repo: _Repo) -> Snapshot:
+    def _write(self, repo: _Repo, tracked: list[str]) -> Snapshot:
         if repo.user_exclude is not None:
             _sync(repo.user_exclude, os.path.join(repo.git_dir, "info", "exclude"))
         if repo.user_index is not None and not os.path.exists(os.path.join(repo.git_dir, "index")):
@@ -183,6 +193,9 @@ class Snapshotter:
         # Only an index started from the user's refers to blobs in the user's store.
         alternates = repo.alternates if os.path.exists(os.path.join(repo.git_dir, "seeded")) else ""
         paths, entered, left_out = self._listed(repo)
+        if tracked:  # a dotfiles tree: what the user tracks now that our index lost or never had
+            ours = set(_git(repo.git_dir, ["ls-files", "-z", "--full-name"], repo.work_tree).split("\0"))
+            paths += [path for path in tracked if path not in ours and not path.endswith("/")]
         update: list[str] = []
         gone: list[str] = []
         skipped: list[str] = []
@@ -195,11 +208,14 @@ class Snapshotter:
             if kind == "file":
                 sizes[path] = size
         if _too_much(sizes) and entered:
-            # Nested repositories first seen now do not fit: left out (listed as skipped), for good.
-            self._left_out.setdefault(repo.git_dir, set()).update(entered)
+            # Nested repositories first seen now do not fit: left out (listed as skipped), for good,
+            # if the snapshot fits without them; else refused, and tried again next time.
             marks = "\0".join(root + NESTED_MARK for root in entered)
             _git(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, marks)
             inside = tuple(entered)
+            if too_much := _too_much({path: size for path, size in sizes.items() if not path.startswith(inside)}):
+                raise SnapshotError(f"{too_much} in {repo.work_tree}")
+            self._left_out.setdefault(repo.git_dir, set()).update(entered)
             for group in (update, gone, skipped):
                 group[:] = [path for path in group if not path.startswith(inside)]
             sizes = {path: size for path, size in sizes.items() if not path.startswith(inside)}
@@ -235,6 +251,9 @@ class Snapshotter:
             records = "".join(f"100644 {EMPTY_BLOBS[0]}\t{root}{NESTED_MARK}\0" for root in nested)
             _git(repo.git_dir, ["update-index", "--replace", "-z", "--index-info"], repo.work_tree, records)
             entered += nested
+        # A placeholder an interrupted snapshot left in our index: its repository counts as entered now.
+        leftover = [p.removesuffix(NESTED_MARK) for p in listed if p.endswith("/" + NESTED_MARK)]
+        entered = list(dict.fromkeys([*entered, *leftover]))  # `-m -d` lists a deleted one twice
         marks = [root + NESTED_MARK for root in entered]
         paths = list(dict.fromkeys(p for p in [*listed, *marks] if not p.endswith("/")))
         return paths, entered, [p for p in listed if p in left_out]
@@ -243,35 +262,7 @@ class Snapshotter:
         """Our first index of a git work tree: the user's paths, modes and blob ids (never its stat
         data or extensions), each kept only if the file's bytes hash to that id (the refresh);
         the others are hashed as changed. Without a readable index of theirs: none."""
-        copy = os.path.join(repo.git_dir, "user-index")
-        shared = ""
-        try:
-            data = _copy_file(user_index, copy, MAX_USER_INDEX)
-            if data is None:
-                return
-            # A split index (core.splitIndex) names its shared part, which git looks for in our git
-            # dir: a copy goes there too (none found: the read below fails, every file is hashed).
-            shared = _shared_index(data)
-            if shared:
-                _copy_file(
-                    os.path.join(os.path.dirname(user_index), shared),
-                    os.path.join(repo.git_dir, shared),
-                    MAX_USER_INDEX,
-                )
-            # A sparse index (its "sdir" extension) is read as it is, folders outside the cone as
-            # one entry each: expanding it would write their trees again, and git freshens (touches)
-            # the user's copies of them.
-            sparse = b"sdir\0\0\0\0" in data
-            if sparse:
-                Path(repo.git_dir, "info", "sparse-checkout").write_text("/*\n!/*/\n", encoding="utf-8")
-            args = [*SPARSE_READ, "ls-files", "-s", "-z", "--sparse"] if sparse else ["ls-files", "-s", "-z"]
-            entries = _git(repo.git_dir, args, index=copy, alternates=repo.alternates)
-        except SnapshotError:
-            return  # theirs is of another hash, or unreadable: every file is hashed once
-        finally:
-            for name in [copy, *([os.path.join(repo.git_dir, shared)] if shared else [])]:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name)
+        entries = self._user_entries(repo, user_index)
         records = []
         parents: dict[str, bool] = {}
         for entry in entries.split("\0"):
@@ -292,6 +283,46 @@ class Snapshotter:
             _git(repo.git_dir, ["update-index", "-z", "--index-info"], repo.work_tree, "\0".join(records) + "\0")
             _git(repo.git_dir, ["update-index", "-q", "--refresh"], repo.work_tree)
 
+    def _tracked(self, repo: _Repo) -> list[str]:
+        """The paths the user's index lists now (a sparse folder as "x/"); [] if it is unreadable."""
+        if repo.user_index is None:
+            return []
+        entries = self._user_entries(repo, repo.user_index)
+        return list(dict.fromkeys(entry.partition("\t")[2] for entry in entries.split("\0") if entry))
+
+    def _user_entries(self, repo: _Repo, user_index: str) -> str:
+        """`ls-files -s -z` of a copy of the user's index; "" if it cannot be read."""
+        copy = os.path.join(repo.git_dir, "user-index")
+        shared = ""
+        try:
+            data = _copy_file(user_index, copy, MAX_USER_INDEX)
+            if data is None:
+                return ""
+            # A split index (core.splitIndex) names its shared part, which git looks for in our git
+            # dir: a copy goes there too (none found: the read below fails, every file is hashed).
+            extensions, hash_size = _extensions(data)
+            shared = _shared_index(extensions, hash_size)
+            if shared:
+                _copy_file(
+                    os.path.join(os.path.dirname(user_index), shared),
+                    os.path.join(repo.git_dir, shared),
+                    MAX_USER_INDEX,
+                )
+            # A sparse index (its "sdir" extension) is read as it is, folders outside the cone as
+            # one entry each: expanding it would write their trees again, and git freshens (touches)
+            # the user's copies of them.
+            sparse = b"sdir" in extensions
+            if sparse:
+                Path(repo.git_dir, "info", "sparse-checkout").write_text("/*\n!/*/\n", encoding="utf-8")
+            args = [*SPARSE_READ, "ls-files", "-s", "-z", "--sparse"] if sparse else ["ls-files", "-s", "-z"]
+            return _git(repo.git_dir, args, index=copy, alternates=repo.alternates)
+        except SnapshotError:
+            return ""  # theirs is of another hash, or unreadable: every file is hashed once
+        finally:
+            for name in [copy, *([os.path.join(repo.git_dir, shared)] if shared else [])]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
+
     def _kind(self, work_tree: str, path: str, parents: dict[str, bool]) -> tuple[str, int]:
         """ "file" (to hash), "big" (over the limit, or unreadable), "absent" (deleted) or "other": behind a
         symlinked folder (outside, maybe) or not a file git stores; and its size."""
@@ -311,9 +342,10 @@ class Snapshotter:
             return "other", 0  # a folder now (its files are listed on their own), a FIFO, ...
         return "big" if info.st_size > self.max_file_bytes else "file", info.st_size
 
-    def _repo(self, cwd: str) -> _Repo:
-        """Our repository for the work tree holding `cwd`, made on first use."""
-        work_tree, user, dotfiles = _work_tree(cwd)
+    def _repo(self, cwd: str, *, alone: bool = False) -> _Repo:
+        """Our repository for the work tree holding `cwd` (`alone`: `cwd` itself, outside git),
+        made on first use."""
+        work_tree, user, dotfiles = (cwd, None, False) if alone else _work_tree(cwd)
         key = f"{work_tree}\0{user[0] if user else ''}"
         if key in self._repos:
             return self._repos[key]
@@ -352,15 +384,12 @@ def _work_tree(cwd: str) -> tuple[str, tuple[str, str] | None, bool]:
     git dir and common dir (linked worktrees and submodules have a `.git` file naming it), read
     as files as git itself would: git is told where the work tree is, never asked. A work tree
     that Neovim's environment names (GIT_WORK_TREE with GIT_DIR: a dotfiles repository over the
-    home folder) counts as a `.git` of its own at that folder; then True (only tracked files)."""
+    home folder; not when GIT_DIR is that folder's `.git`: a plain repository) counts as a `.git`
+    of its own at that folder, after a `.git` there; then True (only tracked files)."""
     env_tree, env_dir = _env_repo()
-    folder = cwd
+    folder, dotfiles = cwd, False
     while True:
-        if folder == env_tree:
-            git_dir, dotfiles = env_dir, True
-            break
         dotgit = os.path.join(folder, ".git")
-        dotfiles = False
         if os.path.isdir(dotgit):
             git_dir = dotgit
             break
@@ -369,6 +398,9 @@ def _work_tree(cwd: str) -> tuple[str, tuple[str, str] | None, bool]:
             if text is None or not text.startswith(b"gitdir: "):
                 return folder, None, False
             git_dir = os.path.join(folder, os.fsdecode(text[8:].rstrip(b"\r\n")))
+            break
+        if folder == env_tree:
+            git_dir, dotfiles = env_dir, True
             break
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -385,7 +417,8 @@ def _env_repo() -> tuple[str | None, str]:
     tree, git_dir = os.environ.get("GIT_WORK_TREE", ""), os.environ.get("GIT_DIR", "")
     if not (os.path.isabs(tree) and os.path.isabs(git_dir)) or _read_small(os.path.join(git_dir, "HEAD")) is None:
         return None, ""
-    return os.path.realpath(tree), os.path.realpath(git_dir)
+    tree, git_dir = os.path.realpath(tree), os.path.realpath(git_dir)
+    return (None, "") if git_dir == os.path.join(tree, ".git") else (tree, git_dir)
 
 
 def _too_much(sizes: dict[str, int]) -> str:
@@ -397,13 +430,57 @@ def _too_much(sizes: dict[str, int]) -> str:
     return ""
 
 
-def _shared_index(data: bytes) -> str:
-    """The shared index a split index names (its "link" extension: size, then the shared part's
-    hash), as a file name; "" if none seems named."""
-    at = data.rfind(b"link")
-    if at < 0 or len(data) < at + 28 or int.from_bytes(data[at + 4 : at + 8], "big") < 20:
-        return ""
-    return f"sharedindex.{data[at + 8 : at + 28].hex()}"
+def _extensions(data: bytes) -> tuple[dict[bytes, bytes], int]:
+    """An index file's extensions by signature ("link", "sdir", ...), read after its entries
+    (their names may hold any bytes, a signature's too), and its hash size; ({}, 0) if none or
+    not an index we can read. The hash size is the one that makes the extensions end exactly at
+    the trailing checksum."""
+    if b"link" not in data and b"sdir" not in data:
+        return {}, 0  # the usual index: no entry walk
+    if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3, 4):
+        return {}, 0
+    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
+    for hash_size in (20, 32):  # SHA-1, SHA-256
+        found = _extensions_after(data, version, count, hash_size)
+        if found is not None:
+            return found, hash_size
+    return {}, 0
+
+
+def _extensions_after(data: bytes, version: int, count: int, hash_size: int) -> dict[bytes, bytes] | None:
+    """The extensions, with entries of this hash size; None if the file does not parse so."""
+    end, at = len(data) - hash_size, 12
+    for _ in range(count):
+        start = at
+        at += 40 + hash_size  # stat data, then the object id
+        if at + 2 > end:
+            return None
+        extended = version >= 3 and data[at] & 0x40
+        at += 4 if extended else 2  # flags (and extended flags)
+        if version == 4:  # a varint (how much of the previous name is kept), then the rest
+            while at < end and data[at] & 0x80:
+                at += 1
+            at += 1
+        nul = data.find(b"\0", at, end)
+        if nul < 0:
+            return None
+        # Version 4: the name's NUL; 2 and 3: NULs pad the entry to a multiple of 8 bytes.
+        at = nul + 1 if version == 4 else start + ((nul - start + 8) & ~7)
+    found: dict[bytes, bytes] = {}
+    while at + 8 <= end:
+        size = int.from_bytes(data[at + 4 : at + 8], "big")
+        if at + 8 + size > end:
+            return None
+        found.setdefault(data[at : at + 4], data[at + 8 : at + 8 + size])
+        at += 8 + size
+    return found if at == end else None
+
+
+def _shared_index(extensions: dict[bytes, bytes], hash_size: int) -> str:
+    """The shared index a split index names (its "link" extension starts with the shared part's
+    hash), as a file name; "" if none."""
+    link = extensions.get(b"link", b"")
+    return f"sharedindex.{link[:hash_size].hex()}" if hash_size and len(link) >= hash_size else ""
 
 
 def _nested(work_tree: str, path: str) -> bool:
@@ -457,6 +534,22 @@ def _quoted(path: str) -> str:
     return '"' + "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}" for b in raw) + '"'
 
 
+def _unsafe_alternates(alternates: str) -> str:
+    """Why the user's object store is not read as our alternate, or "": git would open its
+    info/alternates, which must be absent or a regular file (a FIFO there, or a device, would
+    hold git, and so every snapshot, forever)."""
+    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), alternates[1:-1].encode("ascii", "replace"))
+    path = os.path.join(os.fsdecode(raw), "info", "alternates")
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            return ""
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except OSError:
+        pass
+    return f"{path} is not a regular file: its objects are not read"
+
+
 def _git(
     repo: str,
     args: list[str],
@@ -475,7 +568,8 @@ def _git(
         env["GIT_WORK_TREE"] = work_tree
     if index:
         env["GIT_INDEX_FILE"] = index
-    if alternates:
+    unsafe = alternates and _unsafe_alternates(alternates)
+    if alternates and not unsafe:
         env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates
     overrides = [arg for key, value in SAFE_CONFIG.items() for arg in ("-c", f"{key}={value}")]
     try:
@@ -495,5 +589,6 @@ def _git(
         raise SnapshotError(f"git {args[0]}: {err.strerror or err}") from None
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise SnapshotError(f"git {args[0]}: {lines[-1] if lines else f'exit {done.returncode}'}")
+        why = f" ({unsafe})" if unsafe else ""
+        raise SnapshotError(f"git {args[0]}: {lines[-1] if lines else f'exit {done.returncode}'}{why}")
     return done.stdout.decode("utf-8", "surrogateescape")
