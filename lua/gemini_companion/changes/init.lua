@@ -160,11 +160,14 @@ end
 
 --- git reading the turn's snapshot repository: ours (changes.py made it, with its own config:
 --- no hook, no fsmonitor), never the user's, and no GIT_* variable of Neovim's can send git
---- elsewhere. `cat-file` and `ls-tree` print stored bytes: no filter or textconv runs.
+--- elsewhere. `cat-file` and `ls-tree` print stored bytes: no filter or textconv runs. The
+--- user's object store (the alternate) only while its info/alternates is absent or a regular file:
+--- git opens it, and a FIFO there would hold Neovim. One line each: `why` when git gave no
+--- answer, `unread` when the alternate was not read (the user's blobs are missing then).
 ---@param turn gemini_companion.Turn
 ---@param args string[]
 ---@param opts {stdin?: string, text?: boolean}
----@return vim.SystemCompleted
+---@return vim.SystemCompleted|{why: string?, unread: string?}
 local function git(turn, args, opts)
   local env = {}
   for key, value in pairs(vim.fn.environ()) do
@@ -172,11 +175,29 @@ local function git(turn, args, opts)
       env[key] = value
     end
   end
-  env.GIT_ALTERNATE_OBJECT_DIRECTORIES = turn.alternates ~= '' and turn.alternates or nil
+  local unread = nil
+  if turn.alternates ~= '' then -- changes.py's C-quoted path: "...\ooo..."
+    local objects = (
+      turn.alternates:sub(2, -2):gsub('\\(%d%d%d)', function(octal)
+        return string.char(tonumber(octal, 8))
+      end)
+    )
+    local info, _, err = vim.uv.fs_lstat(objects .. '/info/alternates')
+    if (info and info.type ~= 'file') or (not info and err ~= 'ENOENT' and err ~= 'ENOTDIR') then
+      unread = ('%s/info/alternates is not a regular file, its objects are not read: left as it is'):format(
+        vim.fn.strtrans(objects)
+      )
+    else
+      env.GIT_ALTERNATE_OBJECT_DIRECTORIES = turn.alternates
+    end
+  end
   local argv = vim.list_extend({ 'git', '--no-pager', '--git-dir', turn.git_dir }, args)
   local run = { stdin = opts.stdin, text = opts.text, env = env, clear_env = true, cwd = turn.git_dir }
   local ok, job = pcall(vim.system, argv, run)
-  return ok and job:wait(5000) or { code = -1, signal = 0, stdout = '', stderr = tostring(job) }
+  local done = ok and job:wait(5000) or { code = -1, signal = 0, stdout = '', stderr = tostring(job) }
+  -- Killed at the time limit (git itself never exits 124).
+  local why = done.code == 124 and 'git gave no answer in 5 s: left as it is' or nil
+  return vim.tbl_extend('force', done, { why = why, unread = unread })
 end
 
 --- A version of a file in a tree, as changes_put takes it.
@@ -198,11 +219,11 @@ end
 ---@param turn gemini_companion.Turn
 ---@param tree string
 ---@param path string
----@return string|false|nil mode, string? oid
+---@return string|false|nil mode, string? oid (mode false: why, when known)
 local function entry(turn, tree, path)
   local done = git(turn, { '--literal-pathspecs', 'ls-tree', '-z', '--full-tree', tree, '--', path }, {})
   if done.code ~= 0 then
-    return false
+    return false, done.why
   end
   for record in vim.gsplit(done.stdout or '', '\0', { plain = true }) do
     local mode, oid, name = record:match('^(%d+) %a+ (%x+)\t(.*)$')
@@ -224,7 +245,7 @@ local function versions(turn, path)
   for i, tree in ipairs({ turn.before, turn.after }) do
     local mode, oid = entry(turn, tree, path)
     if mode == false then
-      return nil, nil, gone
+      return nil, nil, oid or gone
     elseif mode and not (mode == '100644' or mode == '100755' or mode == '120000') then
       return nil, nil, "the turn's snapshot holds no file here: left as it is"
     end
@@ -233,7 +254,9 @@ local function versions(turn, path)
   end
   local data = {}
   if #ids > 0 then
-    local out = git(turn, { 'cat-file', '--batch' }, { stdin = table.concat(ids, '\n') .. '\n' }).stdout or ''
+    local done = git(turn, { 'cat-file', '--batch' }, { stdin = table.concat(ids, '\n') .. '\n' })
+    local out = done.stdout or ''
+    gone = done.why or done.unread or gone
     local at = 1
     while true do
       local header_end = out:find('\n', at, true)
@@ -710,11 +733,15 @@ function M.command(args)
     local parent, base = target:match('^(.*)/([^/]*)$')
     local real = vim.uv.fs_realpath(target)
     local in_real = parent and vim.uv.fs_realpath(parent == '' and '/' or parent)
-    for _, change in ipairs(turn and turn.files or {}) do
-      local file = turn.work_tree .. '/' .. change.path
-      if file == target or file == real or (in_real and file == in_real .. '/' .. base) then
-        report({ revert_file(turn, change) }, said(change.path), 'it is as before the turn')
-        return pcall(vim.cmd.diffupdate)
+    -- The name itself first: `y`, now a link to `x`, is `y`'s change; then the file it links to.
+    for _, by_name in ipairs({ true, false }) do
+      for _, change in ipairs(turn and turn.files or {}) do
+        local file = turn.work_tree .. '/' .. change.path
+        local named = file == target or (in_real and file == in_real .. '/' .. base)
+        if (by_name and named) or (not by_name and file == real) then
+          report({ revert_file(turn, change) }, said(change.path), 'it is as before the turn')
+          return pcall(vim.cmd.diffupdate)
+        end
       end
     end
     return message.notify(('%s: not changed in the turn'):format(said(vim.fn.fnamemodify(target, ':~:.'))), 'warn')
