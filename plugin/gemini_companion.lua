@@ -56,16 +56,27 @@ local function agents()
   return require('gemini_companion.agents')
 end
 
+-- `resume` and `sessions` are subcommands before they are agent names (:h gemini-companion-sessions).
+local SESSION_VERBS = { resume = true, sessions = true }
 vim.api.nvim_create_user_command('Gemini', function(opts)
-  agents().toggle(opts.fargs[1], vim.list_slice(opts.fargs, 2))
+  local verb = opts.fargs[1]
+  if SESSION_VERBS[verb] then
+    if #opts.fargs > 2 then
+      return vim.notify(('gemini-companion: :Gemini %s [agent]: one agent at most'):format(verb), vim.log.levels.ERROR)
+    end
+    return require('gemini_companion.agents.sessions')[verb](opts.fargs[2])
+  end
+  agents().toggle(verb, vim.list_slice(opts.fargs, 2))
 end, {
   nargs = '*',
-  desc = 'gemini-companion: toggle an agent ([agent] [args for its start])',
+  desc = 'gemini-companion: toggle an agent ([agent] [args for its start]), resume [agent], sessions [agent]',
   complete = function(lead, line)
-    if #vim.split(line, '%s+', { trimempty = true }) > (lead == '' and 1 or 2) then
-      return {}
+    local words = vim.split(line, '%s+', { trimempty = true })
+    local index = #words - (lead == '' and 0 or 1) -- the word being completed, after the command
+    if index == 1 then
+      return starting_with(lead, vim.list_extend({ 'resume', 'sessions' }, agents().names()))
     end
-    return starting_with(lead, agents().names())
+    return (index == 2 and SESSION_VERBS[words[2]]) and starting_with(lead, agents().names()) or {}
   end,
 })
 vim.api.nvim_create_user_command('GeminiSend', function(opts)

@@ -40,7 +40,8 @@ def ed(editor_factory, log) -> Editor:
 
 
 def agent(editor: Editor, name: str = "fake") -> dict[str, Any] | None:
-    found = [a for a in editor.status()["agents"] if a["name"] == name]
+    """The agent in the status, but its state (test_attention.py's: it moves on its own)."""
+    found = [{k: v for k, v in a.items() if k != "state"} for a in editor.status()["agents"] if a["name"] == name]
     return found[0] if found else None
 
 
@@ -182,7 +183,8 @@ def test_qwen_defaults_keep_the_system_defaults_they_replace(editor_factory, san
     ours = json.loads(Path(editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())
     assert sorted(ours.pop("mcpServers")) == ["neovim", "neovim-open"]
     hooks = ours.pop("hooks")
-    assert sorted(hooks) == ["PostToolUse", "Stop", "UserPromptSubmit"]
+    turns, state = ["PostToolUse", "Stop", "StopFailure", "UserPromptSubmit"], ["PermissionRequest", "PreToolUse"]
+    assert sorted(hooks) == sorted([*turns, *state, "Notification", "SessionStart"])
     assert hooks["Stop"][0] == admins and "GEMINI_COMPANION_HOOK" in hooks["Stop"][1]["hooks"][0]["command"]
     assert ours == {"$version": 4, "general": {"vimMode": True}, "ide": {"enabled": True, "hasSeenNudge": True}}
     editor.nvim.command("GeminiCompanion stop")
@@ -206,7 +208,7 @@ def test_tools_turned_off_are_not_told_to_terminals_or_qwen(editor_factory, log)
 
 def test_an_exited_agent_closes_its_window_and_starts_fresh(ed, log):
     ed.lua(
-        "_G.events = {} vim.api.nvim_create_autocmd('User', { pattern = 'GeminiAgent*',"
+        "_G.events = {} vim.api.nvim_create_autocmd('User', { pattern = {'GeminiAgentStarted', 'GeminiAgentExited'},"
         " callback = function(ev) table.insert(_G.events, ev.match) end })"
     )
     ed.nvim.command("Gemini")

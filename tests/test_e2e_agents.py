@@ -71,7 +71,7 @@ def test_gemini_command_starts_qwen_connected_without_typing(qwen, sandbox):
     tui, model, target = qwen
     settings = (sandbox.home / ".qwen" / "settings.json").read_text()
     tui.ex("Gemini qwen")
-    tui.wait_screen(READY)
+    tui.wait_ready()
     wait_for(lambda: tui.status()["clients"], E2E_TIMEOUT, "Qwen to connect with no keystroke in it")
     assert [a["name"] for a in tui.status()["agents"]] == ["qwen"]
     assert [c["label"] for c in tui.status()["clients"]] == ["qwen (Qwen Code 0.24.4)"]  # its own token
@@ -118,7 +118,7 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     tui.ex("Gemini")
     tui.wait_screen("(Y)es, (N)o")  # no default button: <CR> is no answer
     tui.type("y")
-    tui.wait_screen(READY)
+    tui.wait_ready()
     label = "gemini (Gemini CLI 0.61.0)"
     wait_for(lambda: [c["label"] for c in tui.status()["clients"]] == [label], E2E_TIMEOUT, "Gemini connected")
     # (Terminal answers that reach a slow-starting Gemini's prompt are taken back: see agents.lua.)
@@ -127,7 +127,8 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     written = json.loads(settings.read_text())
     assert written.pop("ide") == {"enabled": True, "hasSeenNudge": True}
     assert sorted(written.pop("mcpServers")) == ["neovim", "neovim-open"]  # the editor tools
-    assert sorted(written.pop("hooks")) == ["AfterAgent", "AfterTool", "BeforeAgent"]  # turns for :GeminiChanges
+    # Turns for :GeminiChanges; the agent's state (:h gemini-companion-attention).
+    assert sorted(written.pop("hooks")) == ["AfterAgent", "AfterTool", "BeforeAgent", "Notification", "SessionStart"]
     assert written == json.loads(before)  # every other key kept
     # A diff round trip, labelled with the agent.
     tui.prompt("greet there instead of world in greeting.txt", lambda: model.requests)
@@ -202,7 +203,8 @@ def test_tmux_provider_runs_agents_in_a_pane_beside_neovim(tmux_agents):
     assert sent.startswith(b"\x1b[200~") and b"notes.txt (lines 1-2)" in sent and b"\x1b[201~" in sent, sent
     tui.lua("require('gemini_companion.agents').hide()")
     wait_for(lambda: len(panes()) == 1, 30, "the pane moved to a background window")
-    assert tui.status()["agents"][0] == {"name": "fake", "pid": pid, "visible": False}
+    listed = tui.status()["agents"][0]
+    assert listed.pop("state") in ("starting", "idle") and listed == {"name": "fake", "pid": pid, "visible": False}
     tui.ex("Gemini")
     wait_for(lambda: len(panes()) == 2 and str(pid) in panes(), 30, "the same pane back")
     tui.tmux("select-pane", "-t", nvim_pane)
@@ -255,7 +257,7 @@ def test_qwen_respects_a_users_ide_enabled_false(sandbox):
         settings = sandbox.home / ".qwen" / "settings.json"
         settings.write_text(json.dumps({**json.loads(settings.read_text()), "ide": {"enabled": False}}))
         tui.ex("Gemini")
-        tui.wait_screen(READY)
+        tui.wait_ready()
         tui.type("/ide status")
         tui.wait_screen("/ide status")
         tui.keys("Enter")

@@ -28,7 +28,19 @@ from gemini_companion.contract import STARTUP_ENV
 from gemini_companion.programs.hook import HOOKS_PATH, KEY_ENV, OWNER_FIELD, key_dir, read_key
 from gemini_companion.server import discovery, http_guard
 
-EVENTS = {"gemini": ["BeforeAgent", "AfterTool", "AfterAgent"], "qwen": ["UserPromptSubmit", "PostToolUse", "Stop"]}
+EVENTS = {  # the turn events first, then those that tell an agent's state
+    "gemini": ["BeforeAgent", "AfterTool", "AfterAgent", "Notification", "SessionStart"],
+    "qwen": [
+        "UserPromptSubmit",
+        "PostToolUse",
+        "Stop",
+        "StopFailure",
+        "PermissionRequest",
+        "Notification",
+        "PreToolUse",
+        "SessionStart",
+    ],
+}
 OLD_COMMAND = '[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK turn-start"'  # versions before
 PLANTED_KEY = "0123456789abcdef" * 2  # a well-formed key, naming a file only the project's TMPDIR has
 EVIL_SO = r"""
@@ -321,7 +333,7 @@ def test_inside_neovim_turns_reach_this_neovim_only_whatever_the_env_says(ed, sa
     # A variable the terminal (or the agent) already has is never overridden by a .env.
     for env_of_neovim, agent in (({KEY_ENV: terminal_key}, "external gemini"), (registered["env"], "gemini")):
         env = {**cli_env(sandbox), **attack.env, **env_of_neovim}
-        start, tool, end = entries(ed, "gemini")
+        start, tool, end, *_ = entries(ed, "gemini")
         known = len(turns(ed))
         for entry, change in ((start, None), (tool, f"{agent}\n"), (end, None)):
             if change:
@@ -495,6 +507,12 @@ def test_earlier_versions_hooks_are_replaced_at_start_and_nothing_else(editor_fa
         lambda: (s := json.loads(settings.read_text()))["hooks"].get("AfterTool") and s, what="the hooks replaced"
     )
     assert done["model"] == {"name": "x"} and "ide" not in done and "mcpServers" not in done
-    assert done["hooks"] == {"BeforeAgent": [mine, ours[0]], "AfterTool": [ours[1]], "AfterAgent": [ours[2]]}
+    assert done["hooks"] == {
+        "BeforeAgent": [mine, ours[0]],
+        "AfterTool": [ours[1]],
+        "AfterAgent": [ours[2]],
+        "Notification": [ours[3]],
+        "SessionStart": [ours[4]],
+    }
     assert json.dumps(command)[1:-1] not in settings.read_text()
     wait_for(lambda: "replaced the turn hooks" in editor.messages(), what="one line that says so")

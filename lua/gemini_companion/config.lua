@@ -10,6 +10,12 @@
 ---@field cli_settings 'ask'|'auto'|'never' Turning IDE mode on in Gemini CLI's user settings before `:Gemini` starts it.
 ---@field tools gemini_companion.ToolsConfig The model's editor tools.
 ---@field changes gemini_companion.ChangesConfig What agents changed, turn by turn.
+---@field resume 'ask'|'always'|'never' What an agent's first `:Gemini` in a new Neovim does with the workspace's last conversation.
+---@field notify gemini_companion.NotifyConfig One line when an agent you are not looking at needs you.
+
+---@class gemini_companion.NotifyConfig
+---@field waiting boolean When an agent starts waiting for you (a permission, a question).
+---@field finished boolean When an agent ends a turn (with the files it changed).
 
 ---@class gemini_companion.ChangesConfig
 ---@field enabled boolean Register the CLIs' turn hooks (Qwen's session defaults, Gemini's enable-cli).
@@ -92,6 +98,8 @@ M.defaults = {
   cli_settings = 'ask',
   tools = { enabled = true, trust = true, open_file = true },
   changes = { enabled = true, max_turns = 20, max_file_kb = 1024 },
+  notify = { waiting = true, finished = true },
+  resume = 'ask',
   terminal = {
     provider = 'native',
     window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
@@ -240,6 +248,8 @@ function M.set(opts)
   check('default_agent', merged.default_agent, 'the name of an agent', merged.agents[merged.default_agent] ~= nil)
   local mode = merged.cli_settings
   check('cli_settings', mode, "'ask', 'auto' or 'never'", mode == 'ask' or mode == 'auto' or mode == 'never')
+  local resume = merged.resume
+  check('resume', resume, "'ask', 'always' or 'never'", resume == 'ask' or resume == 'always' or resume == 'never')
   local tools = merged.tools
   check('tools', tools, 'a table', type(tools) == 'table')
   no_unknown_keys('tools.', tools, M.defaults.tools)
@@ -253,6 +263,12 @@ function M.set(opts)
   for _, key in ipairs({ 'max_turns', 'max_file_kb' }) do
     local value = changes[key]
     check('changes.' .. key, value, 'a positive integer', type(value) == 'number' and value >= 1 and value % 1 == 0)
+  end
+  local notify = merged.notify
+  check('notify', notify, 'a table', type(notify) == 'table')
+  no_unknown_keys('notify.', notify, M.defaults.notify)
+  for _, key in ipairs({ 'waiting', 'finished' }) do
+    check('notify.' .. key, notify[key], 'a boolean', type(notify[key]) == 'boolean')
   end
   local terminal = merged.terminal
   check('terminal', terminal, 'a table', type(terminal) == 'table')

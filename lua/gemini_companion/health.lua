@@ -193,6 +193,20 @@ local function check_agents()
     )
   end
   health.ok('Qwen Code: IDE mode comes with the per-session defaults file (nothing written to its settings)')
+  -- Where each running agent's state comes from (:h gemini-companion-attention).
+  local agents = package.loaded['gemini_companion.agents'] -- none ran otherwise
+  for _, item in ipairs(agents and agents.list() or {}) do
+    local running = agents.get(item.name)
+    local source = running and require('gemini_companion.agents.attention').source(running)
+    local said = ('%s is %s; its state comes from '):format(item.name, item.state)
+    if source == 'hooks' then
+      health.ok(said .. 'its hooks' .. (running.cli == 'gemini' and ' (and its screen while it waits)' or ''))
+    elseif source == 'screen' then
+      health.info(said .. 'its screen: no hook of it heard (changes.enabled, cli_settings, a trusted folder)')
+    else
+      health.info(said .. 'nowhere yet: no hook of it heard, and an external terminal shows no screen')
+    end
+  end
 end
 
 --- This session's Qwen defaults file, as written (nil: none).

@@ -91,6 +91,15 @@ function M.status()
   return status
 end
 
+--- A short statusline string: each agent and its state, the open reviews, the files the last
+--- turn changed, with highlight groups (`GeminiStatus*`); `{plain = true}`: without them (lualine).
+--- Cached, rebuilt on the plugin's User events: a call is a table read.
+---@param opts? {plain?: boolean}
+---@return string
+function M.statusline(opts)
+  return require('gemini_companion.agents.attention').statusline(opts)
+end
+
 --- Human-readable status lines.
 ---@return string[]
 function M.status_lines()

@@ -18,7 +18,7 @@ local M = {}
 ---@field diffs {id: integer, file: string, session: string, agent: string}[]
 ---@field tools {url: string, headers: table<string, string>}? The model's editor tools endpoint.
 ---@field changes {turns: integer, last: {id: integer, agent: string, files: integer, open: boolean}?}? What agents changed, by turn.
----@field agents {name: string, pid: integer, visible: boolean}[] Lua's own: the running agents.
+---@field agents {name: string, pid: integer, visible: boolean, state: gemini_companion.AgentState}[] Lua's own: the running agents.
 
 ---@type gemini_companion.Status
 M.current = { running = false, state = 'stopped', workspace = {}, discovery_files = {}, clients = {}, diffs = {} }

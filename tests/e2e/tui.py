@@ -104,6 +104,25 @@ class Tui:
         """Type literally (no key names)."""
         self.tmux("send-keys", "-l", text)
 
+    def wait_ready(self, timeout: float = E2E_TIMEOUT) -> str:
+        """The CLI's empty prompt on screen. Gemini CLI asks the terminal what it is as it starts; on
+        a loaded machine the answers can come after it stopped waiting for them and land in its
+        prompt as typed text (`>|libvterm(0.3)1;2c`), hiding the placeholder: a user would clear
+        them, and so does this (Ctrl-U, once each time they show)."""
+
+        def ready() -> str | None:
+            screen = self.screen()
+            if READY in screen:
+                return screen
+            if "libvterm(" in screen:
+                self.keys("C-u")
+            return None
+
+        try:
+            return wait_for(ready, timeout, "the CLI's empty prompt")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; the screen:\n{self.screen()}") from None
+
     def wait_screen(self, text: str, timeout: float = E2E_TIMEOUT) -> str:
         try:
             return wait_for(lambda: text in (s := self.screen()) and s, timeout, f"{text!r} on screen")
@@ -143,7 +162,7 @@ class Tui:
     def ask_agent(self, text: str, submitted: Callable[[], Any]) -> None:
         """Submit a prompt to the agent the plugin started, the way `:GeminiSend!` does (it waits
         until the CLI takes input: no keystroke races a slow start or a terminal's answer)."""
-        self.wait_screen(READY)
+        self.wait_ready()
         self.lua("require('gemini_companion.agents').send(nil, ..., true)", text)
         wait_for(submitted, E2E_TIMEOUT, f"the prompt {text!r} submitted")
 

@@ -49,7 +49,10 @@ def test_the_check_sees_the_guarded_uses_there_are() -> None:
     # The patterns match real code: today's guarded uses (UTF-16 lengths, terminal jobs) are found.
     seen = {(file, what) for file, _, what, guarded in uses() if guarded}
     assert ("lua/gemini_companion/context/init.lua", "str_utfindex / str_byteindex with an encoding (0.11)") in seen
-    assert ("lua/gemini_companion/agents/terminal/native.lua", "jobstart({term = true}) (0.11; termopen before)") in seen
+    assert (
+        "lua/gemini_companion/agents/terminal/native.lua",
+        "jobstart({term = true}) (0.11; termopen before)",
+    ) in seen
 
 
 def test_the_plugin_refuses_older_neovims_in_one_line() -> None:

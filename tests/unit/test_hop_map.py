@@ -25,7 +25,7 @@ def in_code() -> set[tuple[str, str]]:
     for path in PYTHON.rglob("*.py"):
         source = path.read_text()
         aliases = dict(re.findall(r"^(\w+_LUA) = \"require\('gemini_companion\.(\w+)'\)\"", source, re.M))
-        for module, function in re.findall(r"require\('gemini_companion\.(\w+)'\)\.(\w+)\(", source):
+        for module, function in re.findall(r"require\('gemini_companion\.([\w.]+)'\)\.(\w+)\(", source):
             hops.add(("Python → Lua", f"{module}.{function}"))
         for alias, function in re.findall(r"\{(\w+_LUA)\}\.(\w+)\(", source):
             hops.add(("Python → Lua", f"{aliases[alias]}.{function}"))

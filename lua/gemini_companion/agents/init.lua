@@ -25,6 +25,9 @@ local M = {}
 ---@field gemini_pid integer? Its own Gemini discovery file's number (access.py).
 ---@field qwen_port integer? Its own Qwen lock file's number.
 ---@field port integer? The server its files point to.
+---@field state gemini_companion.AgentState? What it is doing (attention.lua).
+---@field state_detail string? What it waits for, or why its turn failed.
+---@field heard boolean? A hook of it has been heard: its state comes from hooks (else its screen).
 
 ---@class gemini_companion.TerminalProvider
 ---@field start fun(agent: gemini_companion.Agent, cmd: string[], env: table<string, string>, on_exit: fun(code: integer)): boolean, string? `on_exit` may be called from any context.
@@ -120,6 +123,7 @@ local function on_exit(agent, code)
     return
   end
   running[agent.name] = nil
+  require('gemini_companion.agents.attention').exited(agent)
   if agent.port then
     host.notify('agent_unregister', { name = agent.name })
   end
@@ -167,6 +171,7 @@ local function start(name, args)
   agent.cli, agent.version = cli_package(cmd)
   local own = credentials(agent) -- first: it brings the server's latest environment
   local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
+  require('gemini_companion.agents.sessions').starting(name, args, agent) -- Gemini's resume bug
   local ok, err = agent.provider.start(
     agent,
     cmd,
@@ -182,6 +187,7 @@ local function start(name, args)
     return nil, ('%s: cannot start %s: %s'):format(name, cmd[1], err)
   end
   running[name] = agent
+  require('gemini_companion.agents.attention').started(agent)
   event('GeminiAgentStarted', { agent = name, pid = agent.pid })
   return agent
 end
@@ -231,8 +237,8 @@ function M.toggle(name, args)
   local agent = running[name]
   if agent and agent.provider.focused(agent) then
     M.hide(name)
-  else
-    M.open(name, args)
+  elseif agent or (args and #args > 0) or not require('gemini_companion.agents.sessions').consult(name) then
+    M.open(name, args) -- (consult: the first start in this Neovim may resume, as `resume` says)
   end
 end
 
@@ -253,11 +259,12 @@ function M.stop(name)
 end
 
 --- Running agents, for statuslines and scripts.
----@return {name: string, pid: integer, visible: boolean}[]
+---@return {name: string, pid: integer, visible: boolean, state: gemini_companion.AgentState}[]
 function M.list()
   local list = {}
   for name, agent in pairs(running) do
-    table.insert(list, { name = name, pid = agent.pid, visible = agent.provider.visible(agent) })
+    local visible = agent.provider.visible(agent)
+    table.insert(list, { name = name, pid = agent.pid, visible = visible, state = agent.state or 'starting' })
   end
   table.sort(list, function(a, b)
     return a.name < b.name

@@ -32,15 +32,28 @@ local SCHEME = 'gemini-changes://'
 ---@field files gemini_companion.FileChange[]
 ---@field skipped string[]
 
---- Each CLI's hook events for a turn's start, a tool's end and the turn's end, and their
---- timeouts in the CLI's unit (Gemini: ms; Qwen: s).
+--- Each CLI's hook events for a turn's start, a tool's end and the turn's end, and those that
+--- only tell the agent's state ('attention': a session start, a question for the user; the CLI
+--- waits on them, Gemini before it draws its dialog, so hook.py hands them over at once), with
+--- their timeouts in the CLI's unit (Gemini: ms; Qwen: s).
 local HOOK_EVENTS = {
   gemini = {
     { 'BeforeAgent', 'turn-start', 10000 },
     { 'AfterTool', 'tool', 5000 },
     { 'AfterAgent', 'turn-end', 10000 },
+    { 'Notification', 'attention', 3000 },
+    { 'SessionStart', 'attention', 5000 },
   },
-  qwen = { { 'UserPromptSubmit', 'turn-start', 10 }, { 'PostToolUse', 'tool', 5 }, { 'Stop', 'turn-end', 10 } },
+  qwen = {
+    { 'UserPromptSubmit', 'turn-start', 10 },
+    { 'PostToolUse', 'tool', 5 },
+    { 'Stop', 'turn-end', 10 },
+    { 'StopFailure', 'turn-end', 10 },
+    { 'PermissionRequest', 'attention', 3 },
+    { 'Notification', 'attention', 3 },
+    { 'PreToolUse', 'attention', 3 },
+    { 'SessionStart', 'attention', 5 },
+  },
 }
 
 --- The command's first step: is this a terminal of a Neovim with the plugin's server? Outside

@@ -2,7 +2,8 @@
 
 A turn starts and ends with the CLI's own lifecycle hooks (hook.py POSTs to the server's
 /hooks path: Gemini's BeforeAgent/AfterTool/AfterAgent, Qwen's UserPromptSubmit/PostToolUse/
-Stop), or, for agents without hooks, with the editor's boundaries (`:GeminiChanges mark`, a
+Stop/StopFailure; each managed agent's event also goes to Lua at once, for its state), or,
+for agents without hooks, with the editor's boundaries (`:GeminiChanges mark`, a
 prompt the plugin submits). Each boundary is a snapshot (snapshot.py); a turn's changes are
 the difference between its two. Lua gets each ended turn (`changes.turn_ended`) and does the
 rest: the list, the diffs, the reverts (changes.lua).
@@ -29,7 +30,8 @@ from gemini_companion.feature import Link, Tool
 if TYPE_CHECKING:
     from gemini_companion.companion import Editor
 
-# The hook events we register (changes.lua `hooks`), and whose they are.
+# The hook events we register (changes.lua `hooks`), and whose they are (Notification and
+# SessionStart are both CLIs': a terminal's hook names no agent, and they tell no turn).
 HOOK_CLI = {
     "BeforeAgent": "gemini",
     "AfterTool": "gemini",
@@ -37,7 +39,26 @@ HOOK_CLI = {
     "UserPromptSubmit": "qwen",
     "PostToolUse": "qwen",
     "Stop": "qwen",
+    "StopFailure": "qwen",
+    "PermissionRequest": "qwen",
+    "PreToolUse": "qwen",
 }
+# What a managed agent's hook events tell Lua of its state (attention.lua): hook.py's kept fields.
+ATTENTION_FIELDS = (
+    "hook_event_name",
+    "notification_type",
+    "message",
+    "title",
+    "details",
+    "tool_name",
+    "tool_input",
+    "prompt_id",
+    "session_id",
+    "source",
+    "transcript_path",
+    "error",
+    "error_details",
+)
 MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX)
 GC_EVERY = 10  # turns between prunes of our snapshot repositories
 
@@ -127,6 +148,11 @@ class ChangesFeature:
         cwd = str(event.get("cwd") or "")
         if "\0" in cwd or len(cwd) > MAX_PATH:  # no path can be this: the sender's 4xx, not a dropped turn
             raise ValueError("cwd is not a path")
+        if event.get("agent"):  # a managed agent's state: Lua hears every event at once, before any snapshot
+            told = {key: event[key] for key in ATTENTION_FIELDS if key in event}
+            self._editor.lua("require('gemini_companion.agents.attention').event(...)", dict(told, agent=agent))
+        if kind == "attention":  # tells no turn; the CLI waits on it
+            return {}
         with self._lock:
             self._hooked.add(agent)
             # Qwen fires its prompt hook again for each round of tool results (Stop only at the

@@ -9,8 +9,10 @@ random key, and the port and token are in the file that key names, in a director
 and writable by no one else; anything else (no key, a forged one, no file) means "not in this
 Neovim": nothing is sent. It only ever POSTs to http://127.0.0.1:<port>/hooks. The host writes
 the files (hook_keys.py).
-A turn start waits for the editor's snapshot (bounded); nothing here can fail or block the
-agent beyond that bound. Standard library only; started fresh for every event.
+A turn start waits for the editor's snapshot (bounded); an event that only tells the agent's
+state (a question for the user, which the CLI waits on) waits only for the server's receipt;
+nothing here can fail, decide anything (it prints `{}`) or block the agent beyond those bounds.
+Standard library only; started fresh for every event.
 """
 
 from __future__ import annotations
@@ -31,9 +33,29 @@ HEX = frozenset("0123456789abcdef")
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (this file imports only env_names of the plugin)
 OWNER_FIELD = "neovimCompanionPid"  # discovery.OWNER_FIELD: the host that wrote the key file
-WAIT_SECONDS = {"turn-start": 8.0}  # the snapshot; every other event: a short bound
+# The snapshot; "attention" (the CLI waits on it, Gemini before drawing its dialog): only the
+# server's receipt, which it sends before Neovim hears of it; every other event: a short bound.
+WAIT_SECONDS = {"turn-start": 8.0, "attention": 1.0}
 DEFAULT_SECONDS = 2.0
-KEPT = ("session_id", "cwd", "hook_event_name", "tool_name", "tool_input", "prompt_id")
+KEPT = (
+    "session_id",
+    "cwd",
+    "hook_event_name",
+    "tool_name",
+    "tool_input",
+    "prompt_id",
+    "notification_type",
+    "message",
+    "title",
+    "source",
+    "transcript_path",
+    "error",
+    "error_details",
+    "details",
+)
+TOOL_INPUT = ("file_path", "path", "command")  # what names things, never a file's content
+DETAILS = ("type", "title", "command", "rootCommand", "fileName")  # Gemini's edit details carry whole files
+MAX_TEXT = 2000  # characters of any one string kept
 
 
 def key_dir() -> str:
@@ -107,12 +129,27 @@ def body(event: str, agent: str | None, stdin: str) -> bytes:
     if not isinstance(payload, dict):
         payload = {}
     tool_input = payload.get("tool_input")
-    if isinstance(tool_input, dict):  # paths and commands only
-        payload["tool_input"] = {k: v for k, v in tool_input.items() if k in ("file_path", "path", "command")}
-    kept = {key: payload[key] for key in KEPT if key in payload}
+    if isinstance(tool_input, dict):  # paths and commands only, and the first question asked
+        kept_input = _strings(tool_input, TOOL_INPUT)
+        questions = tool_input.get("questions")
+        if isinstance(questions, list) and questions and isinstance(questions[0], dict):
+            kept_input.update(_strings({"question": questions[0].get("question")}, ("question",)))
+        payload["tool_input"] = kept_input
+    details = payload.get("details")
+    payload["details"] = _strings(details, DETAILS) if isinstance(details, dict) else None
+    kept = {key: _bounded(payload[key]) for key in KEPT if payload.get(key) is not None}
     kept.update(event=event, agent=agent)
     kept.setdefault("cwd", os.getcwd())
     return json.dumps(kept).encode()
+
+
+def _bounded(value: object) -> object:
+    return value[:MAX_TEXT] if isinstance(value, str) else value
+
+
+def _strings(fields: dict[str, object], keys: tuple[str, ...]) -> dict[str, object]:
+    """The string fields of `keys`, each bounded."""
+    return {key: _bounded(fields[key]) for key in keys if isinstance(fields.get(key), str)}
 
 
 def post(port: int, token: str, data: bytes, timeout: float) -> None:

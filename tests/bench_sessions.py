@@ -1,0 +1,109 @@
+"""`:Gemini sessions` costs (a `make bench` section; run alone: .venv/bin/python tests/bench_sessions.py).
+
+- The list ready (every session read and parsed, what vim.ui.select is given) against the CLI's own
+  listing of the same sessions: Gemini's files are read directly, so against `gemini --list-sessions`
+  (summaries cached: no model call); Qwen's listing runs `qwen sessions list --json`, so against
+  that command alone.
+- Neovim's main loop while Gemini's 40 sessions are read (the worst gap between 5 ms ticks).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from benchlib import STALL_PROBE, Row, row
+from conftest import Editor, Sandbox
+from e2e.fake_model import FakeModel
+from e2e.tui import GEMINI_BIN, NODE22, QWEN_CLI
+from test_sessions import QWEN_ID, gemini_chats, gemini_env, qwen_chats
+
+RUNS = 7
+MODEL_ID = "eead0461-677c-486a-9632-b1ff6efca435"  # a fixture session, copied
+GEMINI_SESSIONS = 40
+LABEL = {"gemini": "gemini --list-sessions", "qwen": "qwen sessions list --json"}
+LIST = """
+local done, t = false, vim.uv.hrtime()
+require('gemini_companion.agents.sessions').list(..., function(list) done = list end)
+vim.wait(60000, function() return done end, 1)
+return { (vim.uv.hrtime() - t) / 1e6, #done }
+"""
+
+
+def cli_ms(argv: list[str], sandbox: Sandbox, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=sandbox.project, capture_output=True, check=True, timeout=120)
+    return (time.perf_counter() - start) * 1000
+
+
+def run() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-sessions-") as tmp:
+        sandbox = Sandbox(Path(tmp))
+        sandbox.env["GEMINI_CLI_HOME"] = str(sandbox.home)
+        sandbox.env["QWEN_HOME"] = str(sandbox.home / ".qwen")
+        chats = gemini_chats(sandbox)
+        model_text = (chats / "session-2026-11-25T22-05-eead0461.jsonl").read_text()
+        for _ in range(GEMINI_SESSIONS - 3):  # the fixture's three, and more like them
+            sid = str(uuid.uuid4())
+            (chats / f"session-2026-11-20T10-00-{sid[:8]}.jsonl").write_text(model_text.replace(MODEL_ID, sid))
+        qwen = qwen_chats(sandbox)
+        for _ in range(9):
+            (qwen / f"{uuid.uuid4()}.jsonl").write_text(
+                (qwen / f"{QWEN_ID}.jsonl").read_text().replace(QWEN_ID, str(uuid.uuid4()))
+            )
+        model = FakeModel([])
+        rows: list[Row] = []
+        editor = Editor(
+            sandbox,
+            setup={
+                "auto_start": False,
+                "agents": {"gemini": {"cmd": [str(GEMINI_BIN)]}, "qwen": {"cmd": [str(NODE22), str(QWEN_CLI)]}},
+            },
+        )
+        try:
+            editor.lua(STALL_PROBE)
+            for cli, argv in (
+                ("gemini", [str(GEMINI_BIN), "--list-sessions"]),
+                ("qwen", [str(NODE22), str(QWEN_CLI), "sessions", "list", "--json", "--limit", "100"]),
+            ):
+                ours, theirs, stalls, count = [], [], [], 0
+                # Interleaved, so both see the same load. The plugin's listing comes first: it deletes
+                # the fixture's orphan, else the CLI's start deletes the resumed conversation with it
+                # (Gemini's bug) and the two lists differ.
+                for _ in range(RUNS):
+                    editor.lua("_G.bench_stall_reset()")
+                    ms, count = editor.lua(LIST, cli)
+                    stalls.append(editor.lua("return _G.bench_stall()"))
+                    ours.append(ms)
+                    theirs.append(cli_ms(argv, sandbox, gemini_env(sandbox, model)))
+                mine, own = statistics.median(ours), statistics.median(theirs)
+                rows += [
+                    row(f"  {LABEL[cli]} alone", own, "ms", "-", True),
+                    row(
+                        f":Gemini sessions {cli}: list of {count} ready",
+                        mine,
+                        "ms",
+                        f"<= {own + 50:.0f}",
+                        mine <= own + 50,
+                    ),
+                    row(
+                        f"  main loop's longest stall meanwhile ({cli})", max(stalls), "ms", "<= 50", max(stalls) <= 50
+                    ),
+                ]
+        finally:
+            editor.close()
+            model.close()
+        return rows
+
+
+if __name__ == "__main__":
+    from bench import print_table
+
+    print_table(run())
