@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchlib import STALL_PROBE, Row, row
-from conftest import PYLSP, PYLSP_BIN, Editor, Sandbox, wait_for
+from conftest import PYLSP, PYLSP_BIN, Editor, Sandbox, python_module, wait_for
 from mcp_raw import ToolsClient
 
 REPEATS = 30
@@ -87,15 +87,11 @@ LOADED = (
 )
 
 
-def module(name: str) -> str:
-    return f"def {name}():\n    return 1\n\n\n{name}()\n"
-
-
 def inputs(project: Path, stop: threading.Event) -> dict[str, str]:
     """One file of each kind a tool can be asked about: kind -> path. Only the source file ends
     in .py: a language server that scans the project (jedi, for references) blocks on a FIFO."""
     kinds = {"regular file": "source.py"}
-    (project / "source.py").write_text(module("main") + "".join(module(f"f{n}") for n in range(400)))
+    (project / "source.py").write_text(python_module("main") + "".join(python_module(f"f{n}") for n in range(400)))
     os.mkfifo(project / "fed.fifo")
 
     def feed() -> None:  # a writer that keeps the FIFO full while the tools run
@@ -137,8 +133,8 @@ def bench_inputs() -> list[Row]:
         sandbox = Sandbox(Path(tmp))
         kinds = inputs(sandbox.project, stop)
         for n in range(LSP_FILES):
-            (sandbox.project / f"m{n:03}.py").write_text(module(f"name_{n}"))
-        (sandbox.project / "app.py").write_text(module("app"))
+            (sandbox.project / f"m{n:03}.py").write_text(python_module(f"name_{n}"))
+        (sandbox.project / "app.py").write_text(python_module("app"))
         editor = Editor(sandbox)
         try:
             editor.wait_state("running")
@@ -190,7 +186,7 @@ def bench_hung_mount() -> list[Row]:
         editor = Editor(sandbox)
         try:
             editor.wait_state("running")
-            fs = HangingFS(point, {"far.py": module("far").encode(), "notes.txt": b"first\nsecond\n"})
+            fs = HangingFS(point, {"far.py": python_module("far").encode(), "notes.txt": b"first\nsecond\n"})
             try:
                 editor.nvim.command(f"edit {point / 'notes.txt'}")
                 editor.lua(STALL_PROBE)

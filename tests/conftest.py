@@ -66,6 +66,11 @@ def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str =
         time.sleep(0.02)
 
 
+def python_module(name: str) -> str:
+    """A clean Python file (no diagnostics) that defines and calls `name`."""
+    return f"def {name}():\n    return 1\n\n\n{name}()\n"
+
+
 def edit_with_pylsp(editor: Editor, path: Path) -> Editor:
     """`editor` with pylsp started on FileType (PYLSP), editing `path`, once pylsp is initialized."""
     editor.lua(PYLSP, PYLSP_BIN)
@@ -197,6 +202,15 @@ def editor(editor_factory: Callable[..., Editor]) -> Editor:
     ed = editor_factory()
     ed.wait_state("running")
     return ed
+
+
+@pytest.fixture
+def lsp_editor(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> Editor:
+    """An editor on project/source.py (defines `inside`) with pylsp attached; context sharing on."""
+    (sandbox.project / "source.py").write_text(python_module("inside"))
+    editor = editor_factory()
+    editor.wait_state("running")
+    return edit_with_pylsp(editor, sandbox.project / "source.py")
 
 
 class NodeClient:

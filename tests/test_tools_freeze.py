@@ -18,18 +18,12 @@ import socket
 import stat
 import struct
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import Editor, Sandbox, edit_with_pylsp, nvim_binary, wait_for
+from conftest import Editor, nvim_binary, python_module, wait_for
 from mcp_raw import ToolsClient
-
-
-def module(name: str) -> str:
-    """A clean Python file (no diagnostics) that defines and calls `name`."""
-    return f"def {name}():\n    return 1\n\n\n{name}()\n"
 
 
 def test_a_hung_read_is_an_error_in_time_and_holds_up_no_later_read(tmp_path, monkeypatch):
@@ -141,14 +135,6 @@ LAYOUT = (
 )
 
 
-@pytest.fixture
-def lsp_editor(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> Editor:
-    (sandbox.project / "source.py").write_text(module("inside"))
-    editor = editor_factory()
-    editor.wait_state("running")
-    return edit_with_pylsp(editor, sandbox.project / "source.py")
-
-
 def test_files_asked_about_are_loaded_quietly_and_let_go(lsp_editor, sandbox):
     """100 language-server calls on distinct files: each file's buffer is loaded with only the
     filetype detection and FileType (the language server attaches), never BufEnter, BufWinEnter or
@@ -157,8 +143,8 @@ def test_files_asked_about_are_loaded_quietly_and_let_go(lsp_editor, sandbox):
     listed; the user's loaded buffer stays loaded."""
     project = sandbox.project
     for n in range(100):
-        (project / f"m{n:03}.py").write_text(module(f"name_{n}"))
-    (project / "listed.py").write_text(module("listed"))
+        (project / f"m{n:03}.py").write_text(python_module(f"name_{n}"))
+    (project / "listed.py").write_text(python_module("listed"))
     lsp_editor.nvim.command(f"badd {project / 'listed.py'}")
     lsp_editor.lua(WATCH)
     before = lsp_editor.lua(LOADED)
@@ -212,7 +198,7 @@ class Created:
 def test_calls_at_once_on_one_file_share_its_buffer_and_let_it_go(lsp_editor, sandbox):
     """Several language-server calls on the same file at the same time: each answers (none finds
     the buffer gone under it), and when the last is done the file is no longer loaded."""
-    (sandbox.project / "busy.py").write_text(module("busy"))
+    (sandbox.project / "busy.py").write_text(python_module("busy"))
     clients = [ToolsClient(lsp_editor.status()) for _ in range(4)]
     calls = [
         ("lsp_document_symbols", {}),
@@ -241,7 +227,7 @@ def test_a_file_another_editor_has_open_loads_without_a_prompt_or_a_swap_file(ls
     """Another Neovim edits the file (its swap file exists): the tools load it with no swap-file
     prompt, nothing blocks, and no swap file of ours appears for a file only a tool read."""
     target = sandbox.project / "shared.py"
-    target.write_text(module("shared"))
+    target.write_text(python_module("shared"))
     swaps = swap_directory(lsp_editor)
     swaps.mkdir(parents=True, exist_ok=True)
     other = subprocess.Popen(

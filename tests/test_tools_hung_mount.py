@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from benchlib import STALL_PROBE  # the bench's probe: the same measure
-from conftest import Editor, Sandbox, edit_with_pylsp, wait_for
+from conftest import Editor, Sandbox, python_module, wait_for
 from fuse_hang import HangingFS, unavailable
 from mcp_raw import ToolsClient
 
@@ -42,19 +42,6 @@ LOADED = (
 )
 
 
-def module(name: str) -> str:
-    return f"def {name}():\n    return 1\n\n\n{name}()\n"
-
-
-@pytest.fixture
-def lsp_editor(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> Editor:
-    (sandbox.project / "source.py").write_text(module("inside"))
-    # Context sharing on (its default): it looks at every listed buffer's file as the cursor moves.
-    editor = editor_factory()
-    editor.wait_state("running")
-    return edit_with_pylsp(editor, sandbox.project / "source.py")
-
-
 @pytest.fixture
 def mount(sandbox: Sandbox) -> Iterator[HangingFS]:
     """project/mnt, served until the test hangs it; aborted and detached whatever happens (set up
@@ -62,7 +49,7 @@ def mount(sandbox: Sandbox) -> Iterator[HangingFS]:
     point = sandbox.project / "mnt"
     point.mkdir()
     try:
-        fs = HangingFS(point, {"far.py": module("far").encode(), "notes.txt": b"first\nsecond\n"})
+        fs = HangingFS(point, {"far.py": python_module("far").encode(), "notes.txt": b"first\nsecond\n"})
     except PermissionError as err:  # root without CAP_SYS_ADMIN (a container)
         pytest.skip(f"no FUSE mount here: {err}")
     try:
