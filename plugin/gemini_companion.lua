@@ -62,7 +62,7 @@ vim.api.nvim_create_user_command('Gemini', function(opts)
   local verb = opts.fargs[1]
   if SESSION_VERBS[verb] then
     if #opts.fargs > 2 then
-      return vim.notify(('gemini-companion: :Gemini %s [agent]: one agent at most'):format(verb), vim.log.levels.ERROR)
+      return require('gemini_companion.message').notify((':Gemini %s [agent]: one agent at most'):format(verb), 'error')
     end
     return require('gemini_companion.agents.sessions')[verb](opts.fargs[2])
   end
@@ -74,7 +74,10 @@ end, {
     local words = vim.split(line, '%s+', { trimempty = true })
     local index = #words - (lead == '' and 0 or 1) -- the word being completed, after the command
     if index == 1 then
-      return starting_with(lead, vim.list_extend({ 'resume', 'sessions' }, agents().names()))
+      local names = vim.tbl_filter(function(name) -- an agent named like a subcommand is reached through it
+        return not SESSION_VERBS[name]
+      end, agents().names())
+      return starting_with(lead, vim.list_extend({ 'resume', 'sessions' }, names))
     end
     return (index == 2 and SESSION_VERBS[words[2]]) and starting_with(lead, agents().names()) or {}
   end,

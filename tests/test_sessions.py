@@ -143,15 +143,18 @@ def world(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
-def test_the_gemini_bug_loses_a_resumed_conversation_and_the_sweep_keeps_it(world, editor_factory):
-    # What the bug does: the real CLI's next start deletes the resumed conversation with its orphan.
-    chats = gemini_chats(world)
-    assert RESUMED not in gemini_listed(world)
-    assert not list(chats.glob("*046d5a5f*"))
-    # What the plugin does: the listing deletes the orphan only; the CLI then keeps every conversation.
-    shutil.rmtree(chats)
+def test_the_resume_orphan_is_deleted_and_the_cli_keeps_every_conversation(world, editor_factory):
+    # The bug (reproduced with these very files): the real CLI's next start deletes the resumed
+    # conversation with its orphan — in a cleanup it does not wait for, so not asserted here (a
+    # loaded machine lets the process exit first). What the plugin does: a resumed agent's
+    # SessionStart names its orphan, which is deleted then (only in the CLI version with the bug,
+    # only that file); the CLI then keeps every conversation.
     chats = gemini_chats(world)
     ed = editor_factory(setup_for(world))
+    orphan = "return sessions.orphan({name = 'gemini', cli = 'gemini', version = ...}, select(2, ...))"
+    assert ed.lua(SESSIONS + orphan, "0.62.0", str(chats / ORPHAN)) == []  # a version without the bug
+    assert ed.lua(SESSIONS + orphan, "0.61.0", str(world.base / ORPHAN)) == []  # not in the chats folder
+    assert ed.lua(SESSIONS + orphan, "0.61.0", str(chats / ORPHAN)) == [ORPHAN]
     listed = ed.lua(
         SESSIONS
         + """sessions.list('gemini', function(list) _G.listed = list end)
@@ -172,6 +175,25 @@ def orphan_text(session_id: str, prompt: str | None = None) -> str:
     if prompt:
         lines.append({"id": "u", "type": "user", "content": [{"text": prompt}]})
     return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_a_file_the_cli_would_resume_from_is_never_an_orphan(world, editor_factory):
+    """gemini-cli resumes from a prompt or from a message of the model (content, tool calls,
+    thoughts), and reads plain string parts: a file with any of them is a conversation."""
+    chats = gemini_chats(world)
+    ed = editor_factory(setup_for(world))
+    header = {"sessionId": RESUMED, "projectHash": "x", "startTime": "2026-11-25T22:07:02.608Z", "kind": "main"}
+    preamble = {"id": "p", "type": "user", "content": [{"text": "<session_context>\nsetup"}]}
+    for record in [
+        {"id": "g", "type": "gemini", "content": "a long answer"},
+        {"id": "g", "type": "gemini", "content": "", "toolCalls": [{"name": "ls"}]},
+        {"id": "u", "type": "user", "content": ["my second topic"]},
+    ]:
+        (chats / ORPHAN).write_text(
+            "".join(json.dumps(r) + "\n" for r in [header, {"$set": {"messages": [preamble]}}, record])
+        )
+        assert ed.lua(SESSIONS + "return sessions.sweep(...)", str(chats), ORPHAN) == [], record
+        assert (chats / ORPHAN).exists()
 
 
 def test_the_sweep_deletes_only_a_proven_orphan(world, editor_factory):
@@ -257,7 +279,7 @@ def test_the_command_line_completes_subcommands_and_agents(world, editor_factory
     setup["agents"]["resume"] = setup["agents"]["gemini"]  # an agent named like a subcommand
     ed = editor_factory(setup)
     complete = "return vim.fn.getcompletion(..., 'cmdline')"
-    assert ed.lua(complete, "Gemini ") == ["resume", "sessions", "gemini", "qwen", "resume"]
+    assert ed.lua(complete, "Gemini ") == ["resume", "sessions", "gemini", "qwen"]  # the agent: :Gemini resume resume
     assert ed.lua(complete, "Gemini s") == ["sessions"]
     assert ed.lua(complete, "Gemini sessions q") == ["qwen"]
     assert ed.lua(complete, "Gemini resume ") == ["gemini", "qwen", "resume"]

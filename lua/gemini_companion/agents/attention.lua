@@ -260,6 +260,9 @@ function M.event(ev)
   agent.heard = true
   local name, kind = ev.hook_event_name, ev.notification_type
   if name == 'SessionStart' then
+    if ev.source == 'resume' then -- Gemini 0.61's resume bug: its orphan goes before it does harm
+      require('gemini_companion.agents.sessions').orphan(agent, ev.transcript_path)
+    end
     M.set(agent, 'idle')
   elseif name == 'BeforeAgent' or name == 'UserPromptSubmit' then
     turn_start(agent)

@@ -171,7 +171,6 @@ local function start(name, args)
   agent.cli, agent.version = cli_package(cmd)
   local own = credentials(agent) -- first: it brings the server's latest environment
   local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
-  require('gemini_companion.agents.sessions').starting(name, args, agent) -- Gemini's resume bug
   local ok, err = agent.provider.start(
     agent,
     cmd,

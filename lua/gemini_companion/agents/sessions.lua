@@ -12,7 +12,6 @@ M.TIMEOUT_MS = 20000 -- the Qwen listing (a node start: ~1-2 s)
 M.SLOW_MS = 1000 -- say that the listing runs, after this long
 local MAX_FILE = 64 * 1024 * 1024 -- a Gemini session file larger than this is not listed
 local ORPHAN_MAX = 1024 * 1024 -- an orphan holds a header and the preamble: a few KB
-local WATCH_MS, WATCH_FOR_MS = 1000, 60000 -- after a resumed Gemini starts
 local TEXT_WIDTH = 72
 local RESUME_FLAGS = { ['--resume'] = true, ['-r'] = true, ['--continue'] = true, ['-c'] = true }
 local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
@@ -77,7 +76,9 @@ local function content_text(content)
   end
   local parts = {}
   for _, part in ipairs(type(content) == 'table' and content or {}) do
-    if type(part) == 'table' and type(part.text) == 'string' then
+    if type(part) == 'string' then
+      table.insert(parts, part)
+    elseif type(part) == 'table' and type(part.text) == 'string' then
       table.insert(parts, part.text)
     end
   end
@@ -100,15 +101,33 @@ local function prompt_of(record)
   return text
 end
 
+--- Would the CLI resume from this record (its isResumableMessageRecord): a prompt, or a message of
+--- the model with content, tool calls or thoughts?
+---@param record any
+---@return boolean
+local function resumable_record(record)
+  if prompt_of(record) then
+    return true
+  end
+  if type(record) ~= 'table' or record.type ~= 'gemini' then
+    return false
+  end
+  local has = function(v)
+    return v ~= nil and v ~= vim.NIL and v ~= '' and not (type(v) == 'table' and next(v) == nil)
+  end
+  return has(record.content) or has(record.toolCalls) or has(record.thoughts)
+end
+
 --- One Gemini session file (JSON lines: a header, message records, `{"$set": …}` updates), read as
 --- gemini-cli 0.61.0 reads it. Once a prompt is found, only the short updates are decoded (a turn's
 --- tool output can be large). `prompt` is nil when the file holds no prompt (the CLI does not list it).
 ---@param text string
----@return {id: string, prompt: string?, title: string?, updated: number?, subagent: boolean}?
+---@return {id: string, prompt: string?, title: string?, updated: number?, subagent: boolean, resumable: boolean}?
 function M.parse_gemini(text)
-  local meta, prompt = {}, nil
+  local meta, prompt, resumable = {}, nil, false
   for line in text:gmatch('[^\n]+') do
-    local wanted = not prompt or (#line < 65536 and (line:find('^%s*{%s*"%$set"') or line:find('"sessionId"', 1, true)))
+    local wanted = not (prompt and resumable)
+      or (#line < 65536 and (line:find('^%s*{%s*"%$set"') or line:find('"sessionId"', 1, true)))
     local ok, record = false, nil
     if wanted then
       ok, record = pcall(vim.json.decode, line)
@@ -123,9 +142,11 @@ function M.parse_gemini(text)
         end
         for _, msg in ipairs(type(set.messages) == 'table' and set.messages or {}) do
           prompt = prompt or prompt_of(msg)
+          resumable = resumable or resumable_record(msg)
         end
-      elseif not prompt then
-        prompt = prompt_of(record)
+      else
+        prompt = prompt or prompt_of(record)
+        resumable = resumable or resumable_record(record)
       end
     end
   end
@@ -138,6 +159,7 @@ function M.parse_gemini(text)
     title = type(meta.summary) == 'string' and meta.summary or nil,
     updated = M.epoch(meta.lastUpdated) or M.epoch(meta.startTime),
     subagent = meta.kind == 'subagent',
+    resumable = resumable,
   }
 end
 
@@ -314,22 +336,23 @@ local function read_own(path, limit)
 end
 
 --- Gemini CLI 0.61.0's resume bug (google-gemini/gemini-cli#27368): a resumed run opens a second
---- file of the same session (the minute of the resume in its name) that never gets a prompt; the
+--- file of the same session (the minute of the resume in its name) that never gets a message; the
 --- next start of any `gemini` takes it for corrupted and deletes every file of that session's
 --- short id, the conversation with it. Delete only a file proven to be that orphan: in the chats
---- folder, a regular file of ours, whole (small), with no prompt, whose session id another file
---- of the same short id holds together with a prompt. Nothing is lost: the CLI itself deletes such
---- a file. Returns the files deleted.
+--- folder, a regular file of ours, whole (small), with nothing the CLI would resume from, whose
+--- session id another file of the same short id holds with something it would. `only`: that file
+--- alone (the one a resumed agent's SessionStart names). Returns the files deleted.
 ---@param chats string?
+---@param only? string a file name in `chats`
 ---@return string[]
-function M.sweep(chats)
+function M.sweep(chats, only)
   local deleted = {}
   local dir = chats and vim.uv.fs_lstat(chats)
   if not (dir and dir.type == 'directory' and dir.uid == vim.uv.getuid()) then
     return deleted
   end
   for short, files in pairs(files_by_short_id(chats)) do
-    if #files > 1 then
+    if #files > 1 and (not only or vim.list_contains(files, only)) then
       local parsed = {}
       for _, file in ipairs(files) do
         local text, whole = read_own(chats .. '/' .. file, ORPHAN_MAX)
@@ -341,9 +364,15 @@ function M.sweep(chats)
       for file, orphan in pairs(parsed) do
         local kept = false
         for other, info in pairs(parsed) do
-          kept = kept or (other ~= file and info.session.id == orphan.session.id and info.session.prompt ~= nil)
+          kept = kept or (other ~= file and info.session.id == orphan.session.id and info.session.resumable)
         end
-        if orphan.whole and not orphan.session.prompt and kept and vim.uv.fs_unlink(chats .. '/' .. file) then
+        if
+          (not only or file == only)
+          and orphan.whole
+          and not orphan.session.resumable
+          and kept
+          and vim.uv.fs_unlink(chats .. '/' .. file)
+        then
           table.insert(deleted, file)
         end
       end
@@ -352,37 +381,22 @@ function M.sweep(chats)
   return deleted
 end
 
---- Before any Gemini agent starts (its start sweeps the orphan, and the conversation with it), and
---- for a resumed one, while it starts: the orphan appears once it has started.
----@param name string
----@param args string[]
----@param agent table the started agent (`exited` once its process ends)
-function M.starting(name, args, agent)
-  if cli_of(name) ~= 'gemini' then
-    return
+--- A resumed Gemini agent's SessionStart named its transcript: if that is the bug's orphan (only
+--- in the CLI version that has the bug), delete it now, before any other `gemini` starts and
+--- takes the conversation with it (the running agent never writes to it).
+---@param agent gemini_companion.Agent
+---@param transcript any SessionStart's `transcript_path`
+---@return string[] deleted
+function M.orphan(agent, transcript)
+  if agent.cli ~= 'gemini' or not (agent.version or ''):match('^0%.61%.') or type(transcript) ~= 'string' then
+    return {}
   end
-  M.sweep(M.gemini_chats(name))
-  local resumed = false
-  for _, word in ipairs(vim.list_extend(vim.deepcopy(config.options.agents[name].cmd), args)) do
-    resumed = resumed or RESUME_FLAGS[word] ~= nil
+  local chats = M.gemini_chats(agent.name)
+  local file = chats and vim.fs.basename(transcript)
+  if not file or chats .. '/' .. file ~= transcript then
+    return {}
   end
-  if not resumed then
-    return
-  end
-  local timer, waited = assert(vim.uv.new_timer()), 0
-  timer:start(WATCH_MS, WATCH_MS, function()
-    vim.schedule(function()
-      waited = waited + WATCH_MS
-      if timer:is_closing() then
-        return
-      end
-      M.sweep(M.gemini_chats(name))
-      if require('gemini_companion.agents').get(name) ~= agent or waited >= WATCH_FOR_MS then
-        timer:stop()
-        timer:close()
-      end
-    end)
-  end)
+  return M.sweep(chats, file)
 end
 
 --- A file's bytes, read off the main loop; `done(nil)` when it cannot be read or is too large.
@@ -413,7 +427,6 @@ end
 ---@param done fun(sessions: gemini_companion.Session[]?, err: string?)
 local function list_gemini(name, done)
   local chats = M.gemini_chats(name)
-  M.sweep(chats) -- also what the listing would otherwise show of an orphan's session: nothing
   local files = {}
   for _, group in pairs(chats and files_by_short_id(chats) or {}) do
     vim.list_extend(files, group)
@@ -578,6 +591,9 @@ function M.consult(name)
     end
     local choices = { 'Resume: ' .. M.format(latest), 'Start a new conversation' }
     vim.ui.select(choices, { prompt = ('%s: resume your last conversation here?'):format(name) }, function(_, i)
+      if i == 1 and agents.get(name) then -- started meanwhile (another :Gemini): never drop the answer silently
+        return message.notify(('%s is running: /quit it first to resume that conversation'):format(name), 'warn')
+      end
       agents.open(name, i == 1 and M.args(cli, latest.id) or {})
     end)
   end)
