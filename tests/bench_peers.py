@@ -30,13 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -138,23 +136,8 @@ CONTEXT_UPDATES = 100
 class Driver(NodeClient):
     """NodeClient's protocol over DRIVER instead of a script file."""
 
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:  # NodeClient's, with `node -e DRIVER`
-        self.proc = subprocess.Popen(
-            ["node", "--input-type=module", "-e", DRIVER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**env, "BENCH_CORE_DIR": str(CORE)},
-            cwd=cwd,
-            text=True,
-        )
-        self._next_id = 0
-        self._replies: dict[int, dict[str, Any]] = {}
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.stderr: list[str] = []
-        self._lock = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self._start(["node", "--input-type=module", "-e", DRIVER], {**env, "BENCH_CORE_DIR": str(CORE)}, cwd)
 
     def timed(self, cmd: str, **params: Any) -> dict[str, Any]:
         message = self.reply(self.send(cmd, **params), 120)

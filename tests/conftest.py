@@ -217,8 +217,11 @@ class NodeClient:
     """A real CLI's IDE client, run by a Node driver script (see tests/node/*.mjs)."""
 
     def __init__(self, script: str, env: dict[str, str], cwd: Path, node: str = "node") -> None:
+        self._start([node, str(NODE_DIR / script)], env, cwd)
+
+    def _start(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen(
-            [node, str(NODE_DIR / script)],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
