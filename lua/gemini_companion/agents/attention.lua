@@ -74,13 +74,8 @@ local function seen(agent)
   if not focused then
     return false
   end
-  if agent.buf then
-    for _, win in ipairs(vim.fn.win_findbuf(agent.buf)) do
-      if vim.api.nvim_win_get_tabpage(win) == vim.api.nvim_get_current_tabpage() then
-        return true
-      end
-    end
-    return false
+  if agent.buf then -- in this tab (the provider's `visible` counts any tab)
+    return #require('gemini_companion.agents.terminal.native').windows(agent) > 0
   end
   local ok, visible = pcall(agent.provider.visible, agent)
   return ok and visible == true
@@ -346,7 +341,7 @@ end
 ---@param agent gemini_companion.Agent
 ---@param lines string[]
 local function from_screen(agent, lines)
-  if agent.exited or not watched(agent) then
+  if not watched(agent) then
     return
   end
   local state, what, prompt = M.classify(lines)

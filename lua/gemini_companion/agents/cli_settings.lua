@@ -80,16 +80,25 @@ function M.missing(cli)
   return missing
 end
 
+--- The CLI's own folder: its variable (from `agent_env` first, else Neovim's) when set, else
+--- ~/.gemini or ~/.qwen (GEMINI_CLI_HOME replaces the home the `.gemini` folder is in).
+---@param cli 'gemini'|'qwen'
+---@param agent_env? table<string, string> an agent's own environment
+---@return string
+function M.home(cli, agent_env)
+  local name = cli == 'gemini' and env.gemini_home or env.qwen_home
+  local home = (agent_env or {})[name] or vim.env[name]
+  if cli == 'gemini' then
+    return ((home and home ~= '') and home or vim.env.HOME) .. '/.gemini'
+  end
+  return (home and home ~= '') and home or (vim.env.HOME .. '/.qwen')
+end
+
 --- The user settings file the CLI reads.
 ---@param cli 'gemini'|'qwen'
 ---@return string
 function M.path(cli)
-  if cli == 'gemini' then
-    local home = vim.env[env.gemini_home]
-    return ((home and home ~= '') and home or vim.env.HOME) .. '/.gemini/settings.json'
-  end
-  local home = vim.env[env.qwen_home]
-  return ((home and home ~= '') and home or (vim.env.HOME .. '/.qwen')) .. '/settings.json'
+  return M.home(cli) .. '/settings.json'
 end
 
 ---@return string

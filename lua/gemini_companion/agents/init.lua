@@ -191,11 +191,13 @@ local function start(name, args)
   return agent
 end
 
+--- The agent a command means: the one named, else the last one used, else the default.
 ---@param name? string
 ---@return string
-local function resolve(name)
+function M.resolve(name)
   return (name and name ~= '') and name or M.last or config.options.default_agent
 end
+local resolve = M.resolve
 
 --- Show and focus the agent (starting it with `args` if it does not run).
 ---@param name? string

@@ -26,13 +26,6 @@ local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%
 ---@type table<string, boolean>
 local consulted = {}
 
----@param name? string
----@return string
-local function resolve(name)
-  local agents = require('gemini_companion.agents')
-  return (name and name ~= '') and name or agents.last or config.options.default_agent
-end
-
 ---@param name string
 ---@return ('gemini'|'qwen')?
 local function cli_of(name)
@@ -245,14 +238,12 @@ function M.format(session)
   return table.concat(parts, ' · ')
 end
 
---- Gemini CLI's home for an agent (GEMINI_CLI_HOME, from its own env first, else HOME).
+--- A CLI's folder for an agent (its own env first).
 ---@param name string
+---@param cli 'gemini'|'qwen'
 ---@return string
-local function gemini_root(name)
-  local env_name = require('gemini_companion.env').gemini_home
-  local spec = config.options.agents[name] or {}
-  local home = (spec.env or {})[env_name] or vim.env[env_name]
-  return ((home and home ~= '') and home or vim.env.HOME or '') .. '/.gemini'
+local function cli_home(name, cli)
+  return require('gemini_companion.agents.cli_settings').home(cli, (config.options.agents[name] or {}).env)
 end
 
 --- The folder with this workspace's Gemini session files: `tmp/<slug>/chats`, the slug from
@@ -260,7 +251,7 @@ end
 ---@param name string
 ---@return string?
 function M.gemini_chats(name)
-  local root = gemini_root(name)
+  local root = cli_home(name, 'gemini')
   local registry = require('gemini_companion.json_file').read(root .. '/projects.json')
   local projects = type(registry) == 'table' and registry.projects
   local slug = type(projects) == 'table' and projects[vim.fn.getcwd()]
@@ -278,9 +269,7 @@ end
 local function any_session(name, cli)
   local chats, pattern = M.gemini_chats(name), '^session%-.+%.jsonl?$'
   if cli == 'qwen' then
-    local env_name = require('gemini_companion.env').qwen_home
-    local home = (config.options.agents[name].env or {})[env_name] or vim.env[env_name]
-    home = (home and home ~= '') and home or ((vim.env.HOME or '') .. '/.qwen')
+    local home = cli_home(name, 'qwen')
     -- Qwen's folder name: the path with each UTF-16 unit but [a-zA-Z0-9] made '-'.
     local slug = vim.fn.getcwd():gsub('[%z\1-\127\192-\255][\128-\191]*', function(char)
       return char:match('^%w$') or (#char == 4 and '--' or '-')
@@ -502,7 +491,7 @@ end
 ---@param name? string
 ---@return string? name, ('gemini'|'qwen')? cli
 local function resumable(name)
-  name = resolve(name)
+  name = require('gemini_companion.agents').resolve(name)
   local agents = require('gemini_companion.agents')
   if not config.options.agents[name] then
     message.notify(('no agent %q (agents: %s)'):format(name, table.concat(agents.names(), ', ')), 'error')

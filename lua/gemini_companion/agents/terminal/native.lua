@@ -13,7 +13,7 @@ end
 
 ---@param agent gemini_companion.Agent
 ---@return integer[] windows showing the agent in the current tab
-local function windows(agent)
+function M.windows(agent)
   local tab = vim.api.nvim_get_current_tabpage()
   return vim.tbl_filter(function(win)
     return vim.api.nvim_win_get_tabpage(win) == tab
@@ -145,7 +145,7 @@ end
 --- Show (in this tab) and focus.
 ---@param agent gemini_companion.Agent
 function M.open(agent)
-  local wins = windows(agent)
+  local wins = M.windows(agent)
   if #wins == 0 then
     show(agent)
   else
@@ -169,7 +169,7 @@ end
 --- Hide the agent's windows in this tab.
 ---@param agent gemini_companion.Agent
 function M.hide(agent)
-  for _, win in ipairs(windows(agent)) do
+  for _, win in ipairs(M.windows(agent)) do
     if #vim.api.nvim_tabpage_list_wins(0) > 1 then
       vim.api.nvim_win_close(win, false)
     elseif vim.fn.tabpagenr('$') > 1 then
