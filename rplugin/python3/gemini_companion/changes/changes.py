@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from gemini_companion.changes.snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
 from gemini_companion.feature import Link, Tool
+from gemini_companion.programs.hook import KEPT
+from gemini_companion.server.http_guard import MAX_PATH
 
 if TYPE_CHECKING:
     from gemini_companion.companion import Editor
@@ -43,23 +45,9 @@ HOOK_CLI = {
     "PermissionRequest": "qwen",
     "PreToolUse": "qwen",
 }
-# What a managed agent's hook events tell Lua of its state (attention.lua): hook.py's kept fields.
-ATTENTION_FIELDS = (
-    "hook_event_name",
-    "notification_type",
-    "message",
-    "title",
-    "details",
-    "tool_name",
-    "tool_input",
-    "prompt_id",
-    "session_id",
-    "source",
-    "transcript_path",
-    "error",
-    "error_details",
-)
-MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX)
+# What a managed agent's hook events tell Lua of its state (attention.lua): hook.py's kept
+# fields, less the turn's folder.
+ATTENTION_FIELDS = tuple(key for key in KEPT if key != "cwd")
 GC_EVERY = 10  # turns between prunes of our snapshot repositories
 
 

@@ -130,14 +130,16 @@ class Snapshotter:
             real = os.path.realpath(cwd)
             repo = self._repo(real)
             tracked: list[str] = []
+            entries = None  # the user's index, read once a snapshot: our list and our seed
             if not repo.untracked:  # a dotfiles tree: its files are those the user's index lists now
-                tracked = self._tracked(repo)
+                entries = self._user_entries(repo, repo.user_index) if repo.user_index else ""
+                tracked = _paths(entries)
                 below = os.path.relpath(real, repo.work_tree)
                 if below != "." and not any(path.startswith(below + "/") for path in tracked):
                     # A folder of it the dotfiles do not track (a project in the home folder):
                     # its own work tree outside git, every file of it followed.
-                    repo, tracked = self._repo(real, alone=True), []
-            return self._write(repo, tracked)
+                    repo, tracked, entries = self._repo(real, alone=True), [], None
+            return self._write(repo, tracked, entries)
 
     def changes(self, before: Snapshot, after: Snapshot) -> list[FileChange]:
         """Files created, modified or deleted from one tree to the other, with +/- line counts."""
@@ -185,11 +187,11 @@ class Snapshotter:
 
     # --- inside ------------------------------------------------------------------------
 
-    def _write(self, repo: _Repo, tracked: list[str]) -> Snapshot:
+    def _write(self, repo: _Repo, tracked: list[str], entries: str | None) -> Snapshot:
         if repo.user_exclude is not None:
             _sync(repo.user_exclude, os.path.join(repo.git_dir, "info", "exclude"))
         if repo.user_index is not None and not os.path.exists(os.path.join(repo.git_dir, "index")):
-            self._seed(repo, repo.user_index)
+            self._seed(repo, entries if entries is not None else self._user_entries(repo, repo.user_index))
         # Only an index started from the user's refers to blobs in the user's store.
         alternates = repo.alternates if os.path.exists(os.path.join(repo.git_dir, "seeded")) else ""
         paths, entered, left_out = self._listed(repo)
@@ -258,11 +260,11 @@ class Snapshotter:
         paths = list(dict.fromkeys(p for p in [*listed, *marks] if not p.endswith("/")))
         return paths, entered, [p for p in listed if p in left_out]
 
-    def _seed(self, repo: _Repo, user_index: str) -> None:
-        """Our first index of a git work tree: the user's paths, modes and blob ids (never its stat
-        data or extensions), each kept only if the file's bytes hash to that id (the refresh);
-        the others are hashed as changed. Without a readable index of theirs: none."""
-        entries = self._user_entries(repo, user_index)
+    def _seed(self, repo: _Repo, entries: str) -> None:
+        """Our first index of a git work tree: the user's paths, modes and blob ids (`entries`, their
+        index's `ls-files -s`; never its stat data or extensions), each kept only if the file's
+        bytes hash to that id (the refresh); the others are hashed as changed. Without a readable
+        index of theirs: none."""
         records = []
         parents: dict[str, bool] = {}
         for entry in entries.split("\0"):
@@ -282,13 +284,6 @@ class Snapshotter:
             Path(repo.git_dir, "seeded").touch()  # first: an index that may refer to theirs says so
             _git(repo.git_dir, ["update-index", "-z", "--index-info"], repo.work_tree, "\0".join(records) + "\0")
             _git(repo.git_dir, ["update-index", "-q", "--refresh"], repo.work_tree)
-
-    def _tracked(self, repo: _Repo) -> list[str]:
-        """The paths the user's index lists now (a sparse folder as "x/"); [] if it is unreadable."""
-        if repo.user_index is None:
-            return []
-        entries = self._user_entries(repo, repo.user_index)
-        return list(dict.fromkeys(entry.partition("\t")[2] for entry in entries.split("\0") if entry))
 
     def _user_entries(self, repo: _Repo, user_index: str) -> str:
         """`ls-files -s -z` of a copy of the user's index; "" if it cannot be read."""
@@ -489,6 +484,11 @@ def _nested(work_tree: str, path: str) -> bool:
         return True
     full = os.path.join(work_tree, path)
     return os.path.lexists(os.path.join(full, ".git")) and not os.path.islink(full)
+
+
+def _paths(entries: str) -> list[str]:
+    """The paths of the user's index (`ls-files -s -z`; a sparse folder as "x/")."""
+    return list(dict.fromkeys(entry.partition("\t")[2] for entry in entries.split("\0") if entry))
 
 
 def _read_small(path: str) -> bytes | None:

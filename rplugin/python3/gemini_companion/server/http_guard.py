@@ -33,6 +33,7 @@ EDITOR_PATH = "/mcp/editor"  # the model's editor tools (tools.py)
 HOOKS_PATH = "/hooks"  # the CLIs' lifecycle hooks (hook.py): plain JSON, not MCP
 MAX_DEPTH = 64  # JSON nesting a request may have; the clients' messages need about 5
 QUOTE_CHARS = 48  # what an error message quotes of an argument
+MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX): a longer argument names no file
 
 
 def quote(value: str, limit: int = QUOTE_CHARS) -> str:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gemini_companion.feature import Link, Tool, error, text
-from gemini_companion.server.http_guard import quote
+from gemini_companion.server.http_guard import MAX_PATH, quote
 
 if TYPE_CHECKING:
     import asyncio
@@ -47,7 +47,6 @@ MAX_HUNG_READS = 16  # reads still stuck after their time: more refuse at once (
 SEVERITIES = ("error", "warning", "info", "hint")
 MAX_FILE_BYTES = 8 << 20  # what a tool reads of one file; a larger one is refused
 CHUNK = 64 << 10  # one read(2): a range reads at most this much past its last line
-MAX_PATH = 4096  # bytes of a path (Linux PATH_MAX); longer is no file name
 MAX_STRING = 1000  # any other string argument (a symbol query)
 MAX_INTEGER = 2**31 - 1  # lines and columns
 MAX_MESSAGE = 300  # an error line the model gets
