@@ -40,7 +40,7 @@ def test_health_is_ok_for_a_running_server(editor):
     report = checkhealth(editor)
     assert not lines_with(report, "ERROR"), report
     assert re.search(rf"OK .*running on 127\.0\.0\.1:{status['port']}", report), report
-    for dependency in ("pynvim", "uvicorn", "psutil"):
+    for dependency in ("pynvim", "h11", "psutil"):
         assert re.search(rf"OK {dependency} \d", report), report
     assert re.search(r"OK running \(pid \d+, channel \d+\)", report), report
     for path in status["discovery_files"]:
@@ -149,21 +149,21 @@ def test_running_update_remote_plugins_anyway_changes_nothing(editor, sandbox):
     assert not any(word in messages(editor) for word in BROKEN)
 
 
-def test_host_without_uvicorn_fails_with_make_install(editor_factory, sandbox, tmp_path: Path):
-    # Shadow the installed `uvicorn` with a package that cannot be imported: the host's
-    # Python then behaves exactly like one where `uvicorn` is missing.
-    shadow = tmp_path / "shadow" / "uvicorn"
+def test_host_without_h11_fails_with_make_install(editor_factory, sandbox, tmp_path: Path):
+    # Shadow the installed `h11` with a package that cannot be imported: the host's
+    # Python then behaves exactly like one where `h11` is missing.
+    shadow = tmp_path / "shadow" / "h11"
     shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'uvicorn'\", name='uvicorn')\n")
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'h11'\", name='h11')\n")
     sandbox.env["PYTHONPATH"] = str(shadow.parent)
     ed = editor_factory()
     status = ed.wait_state("failed")
-    assert "make install" in status["error"] and "uvicorn" in status["error"], status
+    assert "make install" in status["error"] and "h11" in status["error"], status
     assert not status["discovery_files"] and not list(sandbox.gemini_dir.iterdir())
     assert ed.env("GEMINI_CLI_IDE_SERVER_PORT") is None
     shown = messages(ed)
     assert "make install" in shown and not any(word in shown for word in BROKEN), shown
     report = checkhealth(ed)
     assert lines_with(report, "ERROR failed:"), report
-    assert lines_with(report, "ERROR uvicorn"), report
+    assert lines_with(report, "ERROR h11"), report
     assert "make install" in report

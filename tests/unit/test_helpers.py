@@ -107,7 +107,7 @@ class Asgi:
         async def send(event: dict[str, Any]) -> None:
             sent.append(event)
 
-        asyncio.run(self.server._asgi(scope, receive, send))
+        asyncio.run(self.server._app(scope, receive, send))
         start, payload = sent[0], b"".join(e.get("body", b"") for e in sent[1:])
         response_headers = {k.decode(): v.decode() for k, v in start.get("headers", [])}
         return start["status"], response_headers, json.loads(payload) if payload else None

@@ -14,13 +14,13 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from gemini_companion import contract, env_names
 from gemini_companion.changes.changes import ChangesFeature
 from gemini_companion.context.context import ContextFeature
+from gemini_companion.editor import Editor, PendingEditor
 from gemini_companion.feature import Feature
 from gemini_companion.review.diff import DiffFeature
 from gemini_companion.server import discovery, hook_keys, launch
@@ -30,14 +30,6 @@ from gemini_companion.tools.tools import ToolsFeature
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
 SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
-
-
-class Editor(Protocol):
-    def lua(self, code: str, *args: Any) -> None:
-        """Run Lua in Neovim without waiting; callable from any thread."""
-
-    def request(self, code: str, *args: Any) -> Future[Any]:
-        """Run Lua in Neovim; the future gets its return value. Callable from any thread."""
 
 
 class Companion:
@@ -53,6 +45,7 @@ class Companion:
         self._nvim_pid = 0
         self._discovery_errors: list[str] = []
         self._seq = 0
+        self._settled = threading.Event()  # the server answers, or failed to start
         self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
         self._access = Access()  # the tokens we accept: whose each one is
         self._hook_keys = hook_keys.HookKeys()  # where hook.py finds us (terminals, agents)
@@ -100,21 +93,22 @@ class Companion:
 
     # --- called on the host's main thread ---------------------------------
 
-    def start(self, nvim_pid: int, workspace: list[str]) -> None:
+    def start(self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None = None) -> None:
         try:
-            self._start(nvim_pid, workspace)
+            self._start(nvim_pid, workspace, launched)
         except Exception as err:  # noqa: BLE001 - one clear line in the status, never a stuck `starting`
             self._fail(f"cannot start the server: {err}")
 
-    def _start(self, nvim_pid: int, workspace: list[str]) -> None:
+    def _start(self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None) -> None:
         with self._lock:
             if self._state in ("starting", "running"):
                 self._retry_discovery()  # `:GeminiCompanion start` after fixing a directory
+                self.set_workspace(workspace)  # the host started early, before a :cd
                 return
             self._nvim_pid = nvim_pid
             self._error = None
             self._clients = []
-            started = launch.take(nvim_pid, workspace)  # done early by boot.py when the host is new
+            started = launched or launch.launch(nvim_pid, workspace)
             sock, self._ad = started.sock, started.ad
             self._access.serve(self._ad)
             self._files, self._discovery_errors = started.files, started.errors
@@ -271,6 +265,11 @@ class Companion:
             if self._state == "starting":
                 self._state = "running"
                 self._push()
+        self._settled.set()
+
+    def wait_serving(self, timeout: float) -> None:
+        """Until the server answers, or its start failed (at most `timeout` seconds)."""
+        self._settled.wait(timeout)
 
     async def _on_stream_open(self, session_id: str) -> None:
         for feature in self._features:
@@ -294,6 +293,7 @@ class Companion:
             self._state = "failed"
             self._error = message
             self._push()
+        self._settled.set()
         self._notify(message, "error")
 
     # --- helpers ----------------------------------------------------------
@@ -352,3 +352,31 @@ class Companion:
 
     def _notify(self, message: str, level: str) -> None:
         self._editor.lua("require('gemini_companion.state').notify(...)", message, level)
+
+
+_early: tuple[Companion, PendingEditor] | None = None
+
+
+def start_early(launched: launch.Launch, nvim_pid: int, workspace: list[str], wait: float) -> None:
+    """boot.py: serve what it launched before pynvim loads, so a CLI that found the port file is
+    answered at once; Neovim's own `start` then finds the server up. Waits (at most `wait`
+    seconds) until it answers."""
+    global _early
+    if not launched.files:  # nobody can find it: Neovim's `start` tries again and says why, once
+        launched.abandon()
+        return
+    pending = PendingEditor()
+    early = Companion(pending)
+    early.start(nvim_pid, workspace, launched)
+    _early = (early, pending)
+    early.wait_serving(wait)
+
+
+def attach(editor: Editor) -> Companion:
+    """The host's companion, now that pynvim is up: the one started early, else a new one."""
+    global _early
+    if _early is None:
+        return Companion(editor)
+    (early, pending), _early = _early, None
+    pending.attach(editor)
+    return early

@@ -1,7 +1,7 @@
 """The thin pynvim entry point of the plugin's own host (__init__.py imports it there only).
 
-Only pynvim is imported here, so loading the plugin costs the host nothing;
-the server and its dependencies load on a worker thread after `start`.
+The companion (started early by boot.py, or made here) gets pynvim's editor;
+the server's own modules load on its worker thread.
 Two functions carry every call from Lua: `GeminiCompanionNotify` (async, never
 blocks Neovim) and `GeminiCompanionRequest` (sync, for the few calls that must
 finish first, such as `stop` on VimLeavePre). It needs no manifest entry at all:
@@ -40,15 +40,9 @@ class _Editor:
 
 class GeminiCompanionPlugin:
     def __init__(self, nvim: pynvim.Nvim) -> None:
-        self._nvim = nvim
-        self._companion: Any = None
+        from gemini_companion import companion  # loaded already when boot.py started it early
 
-    def _get(self) -> Any:
-        if self._companion is None:
-            from gemini_companion.companion import Companion
-
-            self._companion = Companion(_Editor(self._nvim))
-        return self._companion
+        self._companion = companion.attach(_Editor(nvim))
 
     @pynvim.function("GeminiCompanionNotify", sync=False)
     def notify(self, args: list[Any]) -> None:
@@ -60,7 +54,7 @@ class GeminiCompanionPlugin:
 
     def _dispatch(self, args: list[Any]) -> Any:
         method, params = args[0], (args[1] if len(args) > 1 else {})
-        return self._get().handle(method, params or {})
+        return self._companion.handle(method, params or {})
 
 
 pynvim.plugin(GeminiCompanionPlugin)  # imported by __init__.py only in the plugin's own host

@@ -1,16 +1,24 @@
-"""The host process's entry (run by host.lua): advertise the server, then become pynvim's plugin host.
+"""The host process's entry (run by host.lua): serve first, then become pynvim's plugin host.
 
-Executed as a script, with the plugin directory as argv[1] and the `start`
-parameters in GEMINI_COMPANION_START. The discovery files are written before
-pynvim (60 ms to import) and the server load, so a CLI can find this Neovim
-within a few tens of milliseconds of its start. The package is registered
-without running its __init__ (which imports pynvim) until that step is done.
+Executed as a script, with the plugin directory as argv[1] and the `start` parameters in
+GEMINI_COMPANION_START. The server is bound, advertised and answering before pynvim loads,
+so a CLI that finds the discovery file is answered at once; what the server tells Neovim
+meanwhile waits (editor.PendingEditor) until pynvim is up. The package is registered without
+running its __init__ (which imports the pynvim entry) until that step is done.
 """
 
 import importlib.util
 import json
 import os
 import sys
+
+# The host never speaks TLS and never needs OpenSSL's hashes: asyncio offers TLS only if `ssl`
+# imports, hashlib/hmac fall back to Python's own sha256 and compare_digest. Loading OpenSSL
+# would cost the host about 5 MiB and 10 ms for nothing.
+sys.modules["ssl"] = None  # type: ignore[assignment]
+sys.modules["_hashlib"] = None  # type: ignore[assignment]
+
+SERVE_WAIT_SECONDS = 5.0  # at most, before pynvim loads anyway (a start that hangs is reported)
 
 plugin_dir = sys.argv[1]
 sys.path.insert(0, os.path.dirname(plugin_dir))
@@ -24,16 +32,22 @@ from gemini_companion import env_names  # noqa: E402 - the package is registered
 
 start = os.environ.pop(env_names.START, None)
 if start:
+    launched = None
     try:
         from gemini_companion.server import launch
 
         params = json.loads(start)
-        launch.launch_early(int(params["nvim_pid"]), list(params["workspace"]))
-    except Exception:  # noqa: BLE001 - `start` itself then launches and reports what went wrong
-        pass
+        nvim_pid, workspace = int(params["nvim_pid"]), list(params["workspace"])
+        launched = launch.launch(nvim_pid, workspace)  # the port file first: the CLI's side starts
+        from gemini_companion import companion
+
+        companion.start_early(launched, nvim_pid, workspace, SERVE_WAIT_SECONDS)
+    except Exception:  # noqa: BLE001 - Neovim's own `start` then starts and reports what went wrong
+        if launched is not None:
+            launched.abandon()
 package.__dict__["OWN_HOST"] = True  # see __init__.py
 spec.loader.exec_module(package)
 
-import pynvim  # noqa: E402 - after the launch, on purpose
+import pynvim  # noqa: E402 - after the server, on purpose
 
 pynvim.start_host()

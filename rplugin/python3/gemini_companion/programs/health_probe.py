@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from gemini_companion.server import discovery
 
 # Distribution name -> module the server imports.
-DEPENDENCIES = {"pynvim": "pynvim", "uvicorn": "uvicorn", "psutil": "psutil"}
+DEPENDENCIES = {"pynvim": "pynvim", "h11": "h11", "psutil": "psutil"}
 
 
 def dependency(dist: str, module: str) -> dict[str, Any]:

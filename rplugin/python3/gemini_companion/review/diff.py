@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gemini_companion.feature import Link, Tool, error, text
 
 if TYPE_CHECKING:
-    from gemini_companion.companion import Editor
+    from gemini_companion.editor import Editor
 
 # Both the proposal and the file it replaces; the HTTP body limit (32 MiB) comes first.
 MAX_CONTENT_BYTES = 16 * 1024 * 1024

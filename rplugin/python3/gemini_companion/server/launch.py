@@ -1,13 +1,11 @@
 """The server's first step: bind the port and write the discovery files.
 
-Standard library only, so the host can take this step before pynvim and the
-server load (see boot.py): a CLI that finds the file early connects and simply
-waits in the socket's backlog until the server answers.
+Before the server's own modules load (see boot.py): a CLI that finds the file
+early connects and simply waits in the socket's backlog until the server answers.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import secrets
 import socket
@@ -21,7 +19,6 @@ from gemini_companion.server import discovery
 class Launch:
     """A bound port, advertised: what `Companion.start` serves."""
 
-    asked: tuple[int, tuple[str, ...]]  # (nvim_pid, workspace) as Neovim sent them
     sock: socket.socket
     ad: discovery.Advertisement
     files: list[Path]
@@ -29,12 +26,10 @@ class Launch:
     swept: list[Path]
 
     def abandon(self) -> None:
+        """Never served: close the port, take the files back."""
         self.sock.close()
         for path in self.files:
             discovery.remove(path)
-
-
-_early: Launch | None = None
 
 
 def launch(nvim_pid: int, workspace: list[str]) -> Launch:
@@ -51,32 +46,7 @@ def launch(nvim_pid: int, workspace: list[str]) -> Launch:
         workspace=clean_roots(workspace),
     )
     files, errors = discovery.write_all(ad)
-    return Launch((nvim_pid, tuple(workspace)), sock, ad, files, errors, swept)
-
-
-def launch_early(nvim_pid: int, workspace: list[str]) -> None:
-    """Called by boot.py with the `start` parameters Neovim is about to send."""
-    global _early
-    _early = launch(nvim_pid, workspace)
-    atexit.register(_abandon_early)  # Neovim may exit before it is taken: leave no stale file
-
-
-def _abandon_early() -> None:
-    global _early
-    early, _early = _early, None
-    if early is not None:
-        early.abandon()
-
-
-def take(nvim_pid: int, workspace: list[str]) -> Launch:
-    """The early launch if it matches these parameters, else a new one."""
-    global _early
-    early, _early = _early, None
-    if early is not None:
-        if early.asked == (nvim_pid, tuple(workspace)):
-            return early
-        early.abandon()
-    return launch(nvim_pid, workspace)
+    return Launch(sock, ad, files, errors, swept)
 
 
 def bind_loopback() -> socket.socket:

@@ -1,4 +1,4 @@
-"""The MCP server: JSON-RPC over streamable HTTP, served by uvicorn on a pre-bound loopback socket.
+"""The MCP server: JSON-RPC over streamable HTTP (server/http.py) on a pre-bound loopback socket.
 
 Written against the transport spec rather than with the `mcp` SDK: the IDE clients
 use five methods (initialize, ping, tools/list, tools/call, and notifications on
@@ -24,9 +24,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
 from gemini_companion.feature import Tool, error
+from gemini_companion.server import http
 from gemini_companion.server.http_guard import (
     EDITOR_PATH,
     HOOKS_PATH,
@@ -133,7 +132,7 @@ class McpServer:
         self._sessions: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._uvicorn: uvicorn.Server | None = None
+        self._stop: asyncio.Event | None = None  # set on the loop: stop serving
         self._exit_requested = False
         self._app = RequestGuard(self._http, identify=identify, port=port, max_body=limits.max_body_bytes)
 
@@ -205,28 +204,19 @@ class McpServer:
             loop.close()
 
     async def _serve(self) -> None:
-        config = uvicorn.Config(
-            self._asgi,
-            interface="asgi3",
-            lifespan="on",
-            http="h11",
-            proxy_headers=False,  # nothing sits in front of us: forwarded headers are never trusted
-            ws="none",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=1,
-            # Oversized Authorization headers must reach the guard and get 401, not a parser error.
-            h11_max_incomplete_event_size=256 * 1024,
-        )
-        self._uvicorn = uvicorn.Server(config)
-        self._uvicorn.should_exit = self._exit_requested
+        self._stop = asyncio.Event()
+        if self._exit_requested:
+            return
+        server = http.Server(self._app, self._sock)
+        await server.start()
+        self._hooks.on_ready()
         chores = [asyncio.create_task(self._keepalive()), asyncio.create_task(self._reap_idle())]
         try:
-            await self._uvicorn.serve(sockets=[self._sock])
+            await self._stop.wait()
         finally:
             for chore in chores:
                 chore.cancel()
+            await server.close()
 
     async def _close_streams(self) -> None:
         """End every stream after what is queued on it; return once all are written out."""
@@ -238,21 +228,8 @@ class McpServer:
             await asyncio.sleep(0.005)
 
     def _request_exit(self) -> None:
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
-
-    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan":
-            await self._app(scope, receive, send)
-            return
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-                self._hooks.on_ready()
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        if self._stop is not None:
+            self._stop.set()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request that passed the guard (local, ours, /mcp, declared size within limits)."""

@@ -1,0 +1,285 @@
+"""HTTP/1.1 for the MCP app on the pre-bound loopback socket: h11 parses, asyncio carries.
+
+What the clients use and nothing more: keep-alive and pipelined requests, Content-Length or
+chunked bodies, streamed (chunked) responses for the event stream, `Expect: 100-continue`, and
+`http.disconnect` when a client hangs up. No TLS, no WebSocket, no proxy headers. The app is
+called ASGI-style (`scope`, `receive`, `send`), one request at a time per connection.
+
+In place of uvicorn, which cost the host 30 ms and 4.5 MiB to import and woke it ten times a
+second; h11 is the parser uvicorn used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from typing import Any
+
+import h11
+
+from gemini_companion.server.http_guard import ASGIApp, Message
+
+log = logging.getLogger(__name__)
+
+# Headers may be this large: an oversized Authorization header must reach the guard and get its
+# 401, not a parser error. Larger still: 431, and the connection is closed.
+MAX_HEADER_BYTES = 256 * 1024
+BODY_BUFFER = 1024 * 1024  # body bytes read ahead of the app; reading pauses above it
+IDLE_SECONDS = 75.0  # a connection with no request for this long is closed (clients close at ~4 s)
+SHUTDOWN_SECONDS = 1.0  # at exit, for requests still running
+
+
+class Server:
+    """Serves `app` on `sock` until `close()`; runs on one asyncio loop."""
+
+    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
+        self._app = app
+        self._sock = sock
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[_Connection] = set()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self._app, self._connections), sock=self._sock)
+
+    async def close(self) -> None:
+        """Stop accepting; let running requests finish (briefly), then close every connection."""
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            connection.close_when_idle()
+        running = [c.task for c in self._connections if c.task is not None]
+        if running:
+            await asyncio.wait(running, timeout=SHUTDOWN_SECONDS)
+        for connection in list(self._connections):
+            connection.abort()
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, app: ASGIApp, connections: set[_Connection]) -> None:
+        self._app = app
+        self._connections = connections
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER_BYTES)
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[None] | None = None
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._body_state = "reading"  # reading | read (all of it arrived) | given (all handed to the app)
+        self._wake = asyncio.Event()  # body bytes, its end, or the hangup arrived
+        self._lost = False
+        self._closing = False  # close once the running request is done
+        self._paused = False
+        self._writable: asyncio.Future[None] | None = None  # set while the transport's buffer is full
+        self._idle: asyncio.TimerHandle | None = None
+
+    # --- asyncio.Protocol ------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._connections.add(self)
+        self._arm_idle()
+
+    def data_received(self, data: bytes) -> None:
+        self._h11.receive_data(data)
+        self._events()
+
+    def eof_received(self) -> bool | None:
+        self._h11.receive_data(b"")
+        self._events()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._connections.discard(self)
+        self._wake.set()
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        if self._idle is not None:
+            self._idle.cancel()
+
+    def pause_writing(self) -> None:
+        self._writable = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        self._writable = None
+
+    # --- parsing -----------------------------------------------------------------
+
+    def _events(self) -> None:
+        while not self._lost:
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError as err:
+                self._refuse(err.error_status_hint)
+                return
+            if event is h11.NEED_DATA:
+                return
+            if event is h11.PAUSED:  # the next request waits for this one's end: so does reading
+                self._pause()
+                return
+            if isinstance(event, h11.Request):
+                self._begin(event)
+            elif isinstance(event, h11.Data):
+                self._body.append(event.data)
+                self._body_size += len(event.data)
+                if self._body_size > BODY_BUFFER:
+                    self._pause()
+                self._wake.set()
+            elif isinstance(event, h11.EndOfMessage):
+                self._body_state = "read"
+                self._wake.set()
+            elif isinstance(event, h11.ConnectionClosed):
+                self._wake.set()
+                if self.task is None:
+                    self._close()
+                return
+
+    def _begin(self, request: h11.Request) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._body, self._body_size, self._body_state = [], 0, "reading"
+        self._wake.clear()
+        target = request.target.partition(b"?")
+        scope = {
+            "type": "http",
+            "http_version": request.http_version.decode(),
+            "method": request.method.decode("ascii", "replace"),
+            "path": target[0].decode("latin-1"),
+            "raw_path": target[0],
+            "query_string": target[2],
+            "headers": list(request.headers),  # h11 gives the names in lower case
+        }
+        self.task = self._loop.create_task(self._run(scope))
+
+    async def _run(self, scope: dict[str, Any]) -> None:
+        started = [False]
+
+        async def send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started[0] = True
+            await self._send(message)
+
+        try:
+            await self._app(scope, self._receive, send)
+        except Exception:  # one request fails, the server goes on
+            log.exception("request %s %s failed", scope["method"], scope["path"][:100])
+            if not started[0]:
+                with contextlib.suppress(Exception):
+                    await self._send_plain(500, b"internal error")
+        finally:
+            self.task = None
+        self._next()
+
+    def _next(self) -> None:
+        """After a response: the next request on this connection, or close it."""
+        if self._lost:
+            return
+        if self._closing or self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
+            self._close()  # a body we never read (a refusal), a response cut short, `Connection: close`
+            return
+        self._h11.start_next_cycle()
+        self._arm_idle()
+        self._resume()
+        self._events()  # a pipelined request already buffered
+
+    # --- the app's side ------------------------------------------------------------
+
+    async def _receive(self) -> Message:
+        if self._h11.they_are_waiting_for_100_continue and not self._lost:
+            self._write(self._h11.send(h11.InformationalResponse(status_code=100, headers=[])))
+        while not self._body and self._body_state == "reading" and not self._lost:
+            self._wake.clear()
+            await self._wake.wait()
+        if self._body or self._body_state == "read":
+            body = b"".join(self._body)
+            self._body, self._body_size = [], 0
+            self._resume()
+            more = self._body_state == "reading"
+            if not more:
+                self._body_state = "given"  # from now on only the hangup is news
+            return {"type": "http.request", "body": body, "more_body": more}
+        while not self._lost:
+            self._wake.clear()
+            await self._wake.wait()
+        return {"type": "http.disconnect"}
+
+    async def _send(self, message: Message) -> None:
+        if self._lost:
+            return  # the client is gone: what it would have been told goes nowhere
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            self._write(self._h11.send(h11.Response(status_code=message["status"], headers=headers)))
+        elif message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            if body:
+                self._write(self._h11.send(h11.Data(data=body)))
+            if not message.get("more_body", False):
+                self._write(self._h11.send(h11.EndOfMessage()))
+            if self._writable is not None:
+                await self._writable
+
+    async def _send_plain(self, status: int, text: bytes) -> None:
+        headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+        await self._send({"type": "http.response.body", "body": text})
+
+    # --- the transport ---------------------------------------------------------------
+
+    def _write(self, data: bytes | None) -> None:
+        if data and self._transport is not None and not self._lost:
+            self._transport.write(data)
+
+    def _refuse(self, status: int) -> None:
+        """A request h11 cannot parse: one plain answer if none was started, then close."""
+        if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE) and self.task is None:
+            text = b"bad request"
+            headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
+            with contextlib.suppress(h11.LocalProtocolError):
+                self._write(self._h11.send(h11.Response(status_code=status, headers=headers)))
+                self._write(self._h11.send(h11.Data(data=text)))
+                self._write(self._h11.send(h11.EndOfMessage()))
+        self._wake.set()
+        if self.task is None:
+            self._close()
+        else:
+            self._closing = True
+
+    def _pause(self) -> None:
+        if not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def _resume(self) -> None:
+        if self._paused and self._transport is not None and not self._lost:
+            self._paused = False
+            self._transport.resume_reading()
+
+    def _arm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = self._loop.call_later(IDLE_SECONDS, self._close_if_idle)
+
+    def _close_if_idle(self) -> None:
+        if self.task is None:
+            self._close()
+
+    def close_when_idle(self) -> None:
+        self._closing = True
+        if self.task is None:
+            self._close()
+
+    def _close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+
+    def abort(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        if self._transport is not None:
+            self._transport.abort()
