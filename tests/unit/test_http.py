@@ -84,9 +84,7 @@ def served() -> Iterator[Served]:
 
 
 def request(path: str, body: bytes = b"", extra: str = "") -> bytes:
-    return (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
-    )
+    return f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 
 def read_response(conn: socket.socket, buffer: bytearray) -> tuple[int, bytes]:
