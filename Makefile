@@ -10,7 +10,7 @@ NVIM = $(shell cat $(VENV)/nvim-path)
 
 # The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
 # from PyPI (pynvim, h11, psutil and what they need) and doc/tags. Nothing else is downloaded.
-install: $(VENV)/.runtime doc/tags
+install: $(VENV)/.runtime $(VENV)/.bytecode doc/tags
 
 doc/tags: doc/*.txt scripts/helptags.py
 	python3 scripts/helptags.py doc
@@ -20,6 +20,13 @@ $(VENV)/.runtime: pyproject.toml scripts/deps.py
 	$(PYTHON) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PYTHON) scripts/deps.py > $(VENV)/requirements.txt
 	$(PYTHON) -m pip install -q --disable-pip-version-check -r $(VENV)/requirements.txt
+	touch $@
+
+# The host's modules compiled once, here: a Python that may not write bytecode itself
+# (PYTHONDONTWRITEBYTECODE, as many container images set; a read-only plugin directory)
+# would compile them at every start, about 40 ms before the server answers.
+$(VENV)/.bytecode: $(VENV)/.runtime $(wildcard rplugin/python3/gemini_companion/*.py rplugin/python3/gemini_companion/*/*.py)
+	$(PYTHON) -m compileall -q rplugin/python3
 	touch $@
 
 $(VENV)/nvim-path: $(VENV)/.runtime scripts/nvim_path.py

@@ -29,6 +29,7 @@ from gemini_companion.tools.tools import ToolsFeature
 
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
+PUSH_DELAY_SECONDS = 0.002
 SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
 
 
@@ -45,6 +46,7 @@ class Companion:
         self._nvim_pid = 0
         self._discovery_errors: list[str] = []
         self._seq = 0
+        self._push_due = False  # a push from changed() is scheduled
         self._settled = threading.Event()  # the server answers, or failed to start
         self._sweeper: threading.Event | None = None  # set to stop the periodic sweep
         self._access = Access()  # the tokens we accept: whose each one is
@@ -77,7 +79,15 @@ class Companion:
             server.send_threadsafe(session_id, method, params)
 
     def changed(self) -> None:
-        self._push()
+        """A feature's state changed: push the status a moment later, once for a burst, and after
+        whatever answer is on its way to a client (the snapshot would hold the GIL before it)."""
+        server = self._server
+        with self._lock:
+            if self._push_due:
+                return
+            self._push_due = True
+        if server is None or not server.later(PUSH_DELAY_SECONDS, self._push):
+            self._push()
 
     def label(self, session_id: str) -> str | None:
         server = self._server
@@ -348,6 +358,7 @@ class Companion:
             return {"seq": self._seq, "status": self.status(), "env": contract.terminal_env(self._ad)}
 
     def _push(self) -> None:
+        self._push_due = False  # any push carries the whole status
         self._editor.lua("require('gemini_companion.state').update(...)", self.snapshot())
 
     def _notify(self, message: str, level: str) -> None:

@@ -1,4 +1,4 @@
-"""The thin pynvim entry point of the plugin's own host (__init__.py imports it there only).
+"""The thin pynvim entry point of the plugin's own host (boot.py puts it on the package there only).
 
 The companion (started early by boot.py, or made here) gets pynvim's editor;
 the server's own modules load on its worker thread.
@@ -57,4 +57,4 @@ class GeminiCompanionPlugin:
         return self._companion.handle(method, params or {})
 
 
-pynvim.plugin(GeminiCompanionPlugin)  # imported by __init__.py only in the plugin's own host
+pynvim.plugin(GeminiCompanionPlugin)  # imported by boot.py only, in the plugin's own host

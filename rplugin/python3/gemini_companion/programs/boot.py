@@ -3,11 +3,9 @@
 Executed as a script, with the plugin directory as argv[1] and the `start` parameters in
 GEMINI_COMPANION_START. The server is bound, advertised and answering before pynvim loads,
 so a CLI that finds the discovery file is answered at once; what the server tells Neovim
-meanwhile waits (editor.PendingEditor) until pynvim is up. The package is registered without
-running its __init__ (which imports the pynvim entry) until that step is done.
+meanwhile waits (editor.PendingEditor) until pynvim is up.
 """
 
-import importlib.util
 import json
 import os
 import sys
@@ -22,13 +20,8 @@ SERVE_WAIT_SECONDS = 5.0  # at most, before pynvim loads anyway (a start that ha
 
 plugin_dir = sys.argv[1]
 sys.path.insert(0, os.path.dirname(plugin_dir))
-spec = importlib.util.spec_from_file_location(
-    "gemini_companion", os.path.join(plugin_dir, "__init__.py"), submodule_search_locations=[plugin_dir]
-)
-assert spec is not None and spec.loader is not None
-package = importlib.util.module_from_spec(spec)
-sys.modules["gemini_companion"] = package
-from gemini_companion import env_names  # noqa: E402 - the package is registered just above
+import gemini_companion  # noqa: E402 - from the plugin directory, just put on sys.path
+from gemini_companion import env_names  # noqa: E402
 
 start = os.environ.pop(env_names.START, None)
 if start:
@@ -45,9 +38,12 @@ if start:
     except Exception:  # noqa: BLE001 - Neovim's own `start` then starts and reports what went wrong
         if launched is not None:
             launched.abandon()
-package.__dict__["OWN_HOST"] = True  # see __init__.py
-spec.loader.exec_module(package)
 
 import pynvim  # noqa: E402 - after the server, on purpose
 
+from gemini_companion.plugin import GeminiCompanionPlugin  # noqa: E402
+
+# pynvim's host imports the package named on the command line (this one, already loaded) and
+# registers the handler classes it finds on it.
+gemini_companion.GeminiCompanionPlugin = GeminiCompanionPlugin  # type: ignore[attr-defined]
 pynvim.start_host()

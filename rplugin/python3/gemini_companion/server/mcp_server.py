@@ -164,6 +164,14 @@ class McpServer:
         session = self._sessions.get(session_id)
         return session.label if session else None
 
+    def later(self, delay: float, fn: Callable[[], None]) -> bool:
+        """Run `fn` on the server's loop in `delay` seconds (any thread); False when not serving."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            return False
+        loop.call_soon_threadsafe(loop.call_later, delay, fn)
+        return True
+
     def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
         loop = self._loop
         if loop is not None and loop.is_running():
@@ -407,19 +415,14 @@ class McpServer:
             (b"mcp-session-id", session.id.encode()),
         ]
         hangup = asyncio.ensure_future(receive())
+        # The hangup ends the stream like our own end does: one `get` per message, nothing else
+        # to wait on (a full queue drains to a gone client's no-op sends, then sees the hangup).
+        hangup.add_done_callback(lambda _: _offer(stream, None))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": start_headers})
             await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
             self._on_stream(session, True)
-            while True:
-                next_message = asyncio.ensure_future(stream.get())
-                await asyncio.wait({next_message, hangup}, return_when=asyncio.FIRST_COMPLETED)
-                if not next_message.done():
-                    next_message.cancel()
-                    break
-                data = next_message.result()
-                if data is None:
-                    break
+            while (data := await stream.get()) is not None and not hangup.done():
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             if not hangup.done():
                 await send({"type": "http.response.body", "body": b""})
@@ -466,7 +469,7 @@ class McpServer:
     def _end(self, session: Session) -> None:
         self._sessions.pop(session.id, None)
         if session.stream is not None:
-            session.stream.put_nowait(None)
+            _offer(session.stream, None)
         self._unlist(session)
 
     def _publish_clients(self) -> None:
@@ -491,6 +494,11 @@ class McpServer:
             for session in list(self._sessions.values()):
                 if session.stream is None and not session.busy and now - session.last_seen > idle:
                     self._end(session)
+
+
+def _offer(stream: asyncio.Queue[bytes | None], item: bytes | None) -> None:
+    with contextlib.suppress(asyncio.QueueFull):
+        stream.put_nowait(item)
 
 
 def _check_protocol_version(headers: dict[str, str]) -> None:
