@@ -292,7 +292,7 @@ class Companion:
     def _on_clients(self, clients: list[dict[str, Any]]) -> None:
         with self._lock:
             self._clients = clients
-            self._push()
+        self.changed()  # after the answer that made the change
 
     def _fail(self, message: str) -> None:
         with self._lock:

@@ -74,6 +74,7 @@ class _Connection(asyncio.Protocol):
         self._paused = False
         self._writable: asyncio.Future[None] | None = None  # set while the transport's buffer is full
         self._idle: asyncio.TimerHandle | None = None
+        self._head = b""  # a response's status line and headers, not yet written
 
     # --- asyncio.Protocol ------------------------------------------------------
 
@@ -178,6 +179,8 @@ class _Connection(asyncio.Protocol):
 
     def _next(self) -> None:
         """After a response: the next request on this connection, or close it."""
+        self._write(self._head)  # an app that started an answer and gave it no body
+        self._head = b""
         if self._lost:
             return
         if self._closing or self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
@@ -214,13 +217,17 @@ class _Connection(asyncio.Protocol):
             return  # the client is gone: what it would have been told goes nowhere
         if message["type"] == "http.response.start":
             headers = list(message.get("headers", []))
-            self._write(self._h11.send(h11.Response(status_code=message["status"], headers=headers)))
+            # Held until the body's first bytes: one write, one segment for a small answer.
+            self._head = self._h11.send(h11.Response(status_code=message["status"], headers=headers)) or b""
         elif message["type"] == "http.response.body":
+            out = [self._head]
+            self._head = b""
             body = message.get("body", b"")
             if body:
-                self._write(self._h11.send(h11.Data(data=body)))
+                out.append(self._h11.send(h11.Data(data=body)) or b"")
             if not message.get("more_body", False):
-                self._write(self._h11.send(h11.EndOfMessage()))
+                out.append(self._h11.send(h11.EndOfMessage()) or b"")
+            self._write(b"".join(out))
             if self._writable is not None:
                 await self._writable
 
