@@ -13,7 +13,24 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
+import msgpack
 import pynvim
+from pynvim.compat import unicode_errors_default
+
+PACKER_BYTES = 256 * 1024  # msgpack's Packer starts with this buffer and only ever grows it
+
+
+def _text_size(value: Any, depth: int = 0) -> int:
+    """Characters of the strings in `value` (arguments to Lua: a few levels deep at most)."""
+    if isinstance(value, str):
+        return len(value)
+    if depth > 4:
+        return 0
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_text_size(item, depth + 1) for item in value)
+    return 0
 
 
 class _Editor:
@@ -23,7 +40,21 @@ class _Editor:
         self._nvim = nvim
 
     def lua(self, code: str, *args: Any) -> None:
-        self._nvim.async_call(lambda: self._nvim.exec_lua(code, *args, async_=True))
+        def run() -> None:
+            self._nvim.exec_lua(code, *args, async_=True)
+            if _text_size(args) > PACKER_BYTES:
+                self._fresh_packer()
+
+        self._nvim.async_call(run)
+
+    def _fresh_packer(self) -> None:
+        """pynvim's msgpack Packer keeps the buffer of the largest message it packed (2 MiB after
+        a 1 MB review) for the host's life: a fresh one gives it back. pynvim's own attribute
+        chain; where it differs, the memory simply stays."""
+        session = getattr(self._nvim, "_session", None)
+        stream = getattr(getattr(session, "_async_session", None), "_msgpack_stream", None)
+        if stream is not None and isinstance(getattr(stream, "_packer", None), msgpack.Packer):
+            stream._packer = msgpack.Packer(unicode_errors=unicode_errors_default)
 
     def request(self, code: str, *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
