@@ -165,7 +165,7 @@ class Companion:
             roots = launch.clean_roots(workspace)
             if roots == self._ad.workspace:
                 return
-            self._ad = discovery.Advertisement(**{**self._ad.__dict__, "workspace": roots})
+            self._ad = self._ad._replace(workspace=roots)
             self._advertise()
             self._access.rewrite(self._ad)
 

@@ -16,9 +16,8 @@ import socket
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gemini_companion import env_names
 
@@ -158,9 +157,9 @@ def remove(path: Path) -> None:
         pass
 
 
-@dataclass(frozen=True)
-class Advertisement:
-    """What both CLIs need to find and trust this server."""
+class Advertisement(NamedTuple):
+    """What both CLIs need to find and trust this server. (A named tuple: dataclasses would cost the
+    port file, written before the server loads, several milliseconds of imports.)"""
 
     port: int
     token: str  # in the Gemini file

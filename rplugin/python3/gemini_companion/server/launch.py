@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gemini_companion.server import discovery
 
 
-@dataclass
-class Launch:
+class Launch(NamedTuple):
     """A bound port, advertised: what `Companion.start` serves."""
 
     sock: socket.socket
