@@ -60,3 +60,13 @@ def test_calls_racing_the_attach_are_neither_lost_nor_reordered():
     pending.attach(target)
     thread.join(30)
     assert [args[0] for _, args in target.calls] == list(range(count))
+
+
+def test_a_request_its_caller_gave_up_on_is_dropped_quietly_at_attach(caplog: pytest.LogCaptureFixture):
+    pending, target = PendingEditor(), Recorder()
+    given_up = pending.request("b", 1)
+    given_up.cancel()
+    kept = pending.request("c", 2)
+    pending.attach(target)  # no InvalidStateError from a callback
+    assert given_up.cancelled() and kept.result(1) == (2,)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text

@@ -48,6 +48,13 @@ class Served:
             self.disconnects.append(message["type"])
             self.disconnected.set()
             return
+        if scope["path"] == "/partial":  # reads until the body fails
+            message = await receive()
+            while message.get("more_body"):
+                message = await receive()
+            self.disconnects.append(message["type"])
+            self.disconnected.set()
+            return
         if scope["path"] == "/refuse":  # answers without reading the body
             await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", b"0")]})
             await send({"type": "http.response.body", "body": b""})
@@ -218,3 +225,26 @@ def test_close_ends_idle_connections_and_stops_accepting():
     assert closed(conn)
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
+
+
+def test_head_gets_the_head_alone_and_the_connection_goes_on(served: Served):
+    with served.connect() as conn:
+        conn.sendall(b"HEAD /h HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + request("/after"))
+        data = b""
+        while data.count(b"HTTP/1.1 200") < 2 or not data.endswith(b"}"):
+            chunk = conn.recv(65536)
+            assert chunk, data
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        assert b"content-length:" in head.lower() and rest.startswith(b"HTTP/1.1 200"), (
+            data
+        )  # no body after HEAD's head
+
+
+def test_a_body_that_turns_malformed_ends_the_request(served: Served):
+    with served.connect() as conn:
+        conn.sendall(b"POST /partial HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        conn.sendall(b"zz\r\nnot a chunk\r\n")
+        assert served.disconnected.wait(TIMEOUT)
+        assert served.disconnects == ["http.disconnect"]
+        assert closed(conn)

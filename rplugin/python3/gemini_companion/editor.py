@@ -55,6 +55,11 @@ class PendingEditor:
 
 def _chain(source: Future[Any], target: Future[Any]) -> None:
     def copy(done: Future[Any]) -> None:
+        if target.done():  # its caller gave up meanwhile
+            return
+        if done.cancelled():
+            target.cancel()
+            return
         error = done.exception()
         if error is not None:
             target.set_exception(error)

@@ -55,6 +55,7 @@ class Server:
             await asyncio.wait(running, timeout=SHUTDOWN_SECONDS)
         for connection in list(self._connections):
             connection.abort()
+        await asyncio.sleep(0)  # the cancelled requests unwind before their loop closes
 
 
 class _Connection(asyncio.Protocol):
@@ -75,6 +76,7 @@ class _Connection(asyncio.Protocol):
         self._writable: asyncio.Future[None] | None = None  # set while the transport's buffer is full
         self._idle: asyncio.TimerHandle | None = None
         self._head = b""  # a response's status line and headers, not yet written
+        self._no_body = False  # answering HEAD: the head alone
 
     # --- asyncio.Protocol ------------------------------------------------------
 
@@ -145,6 +147,7 @@ class _Connection(asyncio.Protocol):
         if self._idle is not None:
             self._idle.cancel()
         self._body, self._body_size, self._body_state = [], 0, "reading"
+        self._no_body = request.method == b"HEAD"
         self._wake.clear()
         target = request.target.partition(b"?")
         scope = {
@@ -168,6 +171,9 @@ class _Connection(asyncio.Protocol):
 
         try:
             await self._app(scope, self._receive, send)
+        except h11.LocalProtocolError as err:  # an answer h11 cannot frame: the connection ends
+            log.warning("request %s %s: %s", scope["method"], scope["path"][:100], err)
+            self._closing = True
         except Exception:  # one request fails, the server goes on
             log.exception("request %s %s failed", scope["method"], scope["path"][:100])
             if not started[0]:
@@ -222,7 +228,7 @@ class _Connection(asyncio.Protocol):
         elif message["type"] == "http.response.body":
             out = [self._head]
             self._head = b""
-            body = message.get("body", b"")
+            body = b"" if self._no_body else message.get("body", b"")
             if body:
                 out.append(self._h11.send(h11.Data(data=body)) or b"")
             if not message.get("more_body", False):
@@ -252,10 +258,7 @@ class _Connection(asyncio.Protocol):
                 self._write(self._h11.send(h11.Data(data=text)))
                 self._write(self._h11.send(h11.EndOfMessage()))
         self._wake.set()
-        if self.task is None:
-            self._close()
-        else:
-            self._closing = True
+        self._close()  # a running request sees the hangup (its body can never complete)
 
     def _pause(self) -> None:
         if not self._paused and self._transport is not None:

@@ -8,7 +8,7 @@ anyway, as browsers send no Origin on its GETs), path is /mcp (the IDE client's)
 /mcp/editor (the model's tools) or /hooks (the CLIs' hooks), and
 `Authorization: Bearer <token>` known to `identify` (which compares in constant
 time); the identity it returns goes on in `scope["identity"]`.
-WebSocket upgrades are refused outright.
+An Upgrade (WebSocket) request is a plain request here: server/http.py never switches protocols.
 
 `parse_json` and `quote` keep bad input small: a body is strict JSON or a one-line 4xx, and an
 error names an argument by a short prefix only.
@@ -122,10 +122,6 @@ class RequestGuard:
         self._max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket":
-            # Closing before accept makes the server answer HTTP 403, never 101.
-            await send({"type": "websocket.close", "code": 1008})
-            return
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name, value)

@@ -14,7 +14,6 @@ through `McpServer`'s thread-safe methods.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
@@ -230,8 +229,7 @@ class McpServer:
         """End every stream after what is queued on it; return once all are written out."""
         for session in self._sessions.values():
             if session.stream is not None:
-                with contextlib.suppress(asyncio.QueueFull):
-                    session.stream.put_nowait(None)
+                _end_stream(session.stream)
         while any(session.stream is not None for session in self._sessions.values()):
             await asyncio.sleep(0.005)
 
@@ -417,7 +415,7 @@ class McpServer:
         hangup = asyncio.ensure_future(receive())
         # The hangup ends the stream like our own end does: one `get` per message, nothing else
         # to wait on (a full queue drains to a gone client's no-op sends, then sees the hangup).
-        hangup.add_done_callback(lambda _: _offer(stream, None))
+        hangup.add_done_callback(lambda _: _end_stream(stream))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": start_headers})
             await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
@@ -469,7 +467,7 @@ class McpServer:
     def _end(self, session: Session) -> None:
         self._sessions.pop(session.id, None)
         if session.stream is not None:
-            _offer(session.stream, None)
+            _end_stream(session.stream)
         self._unlist(session)
 
     def _publish_clients(self) -> None:
@@ -496,9 +494,14 @@ class McpServer:
                     self._end(session)
 
 
-def _offer(stream: asyncio.Queue[bytes | None], item: bytes | None) -> None:
-    with contextlib.suppress(asyncio.QueueFull):
-        stream.put_nowait(item)
+def _end_stream(stream: asyncio.Queue[bytes | None]) -> None:
+    """Queue the stream's end; a full queue (a client that does not read) drops its oldest message."""
+    while True:
+        try:
+            stream.put_nowait(None)
+            return
+        except asyncio.QueueFull:
+            stream.get_nowait()
 
 
 def _check_protocol_version(headers: dict[str, str]) -> None:
