@@ -29,7 +29,17 @@ from bench_context import DRIVER
 from benchlib import Row, row
 from conftest import TESTS, Editor, Sandbox, wait_for
 from e2e.fake_model import FakeModel
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, gemini_settings, qwen_settings, terminal_env
+from e2e.tui import (
+    E2E_TIMEOUT,
+    GEMINI_BIN,
+    NODE22,
+    QWEN_CLI,
+    READY,
+    gemini_settings,
+    kill_tmux,
+    qwen_settings,
+    terminal_env,
+)
 
 SEND_RUNS = 15
 TOGGLE_RUNS = 40
@@ -112,7 +122,7 @@ def plain_start_ms(sandbox: Sandbox, cli: str) -> float:
         )
         return (time.perf_counter() - started) * 1000
     finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True)
+        kill_tmux(tmux)
 
 
 def bench_first_start(base: Path) -> list[Row]:

@@ -7,12 +7,10 @@ runs it (its own process, real files, real uids through setpriv); the Lua side i
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -24,7 +22,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, Editor, wait_for
-from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, terminal_env, tmux_available
+from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, kill_tmux, terminal_env, tmux_available
 
 SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "programs" / "settings_edit.py"
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
@@ -471,11 +469,7 @@ def test_the_real_gemini_writes_back_what_disable_cli_took_out_when_it_saves_a_s
         )
         assert "neovim" in saved["mcpServers"] and saved["ide"]["enabled"] is True, saved
     finally:
-        pane = tmux("display-message", "-p", "#{pane_pid}").strip()
-        tmux("kill-server")
-        if pane.isdigit():  # Gemini relaunches itself as a child that outlives the pane's SIGHUP
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(int(pane), signal.SIGKILL)
+        kill_tmux(["tmux", "-S", str(socket)], env)
 
 
 def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):

@@ -6,8 +6,11 @@ attaches to the same Neovim over its --listen socket to check state without typi
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +29,17 @@ READY = "Type your message"  # both CLIs' prompt placeholder
 
 def tmux_available() -> bool:
     return shutil.which("tmux") is not None
+
+
+def kill_tmux(tmux: list[str], env: dict[str, str] | None = None) -> None:
+    """End a tmux server and what its panes ran: Gemini relaunches itself as a child that outlives
+    the pane's SIGHUP and goes on writing into the test's HOME."""
+    panes = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_pid}"], capture_output=True, text=True, env=env)
+    subprocess.run([*tmux, "kill-server"], capture_output=True, env=env, timeout=TIMEOUT)
+    for pane in panes.stdout.split():
+        if pane.isdigit():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(pane), signal.SIGKILL)
 
 
 def gemini_settings(home: Path, ide_enabled: bool = True) -> None:

@@ -27,9 +27,10 @@ from gemini_companion.server import discovery, hook_keys, launch
 from gemini_companion.server.access import Access
 from gemini_companion.tools.tools import ToolsFeature
 
+# A status push waits this long after a change: the answer that made it goes out first.
+PUSH_DELAY_SECONDS = 0.002
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
-PUSH_DELAY_SECONDS = 0.002
 SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
 
 

@@ -413,8 +413,7 @@ class McpServer:
             (b"mcp-session-id", session.id.encode()),
         ]
         hangup = asyncio.ensure_future(receive())
-        # The hangup ends the stream like our own end does: one `get` per message, nothing else
-        # to wait on (a full queue drains to a gone client's no-op sends, then sees the hangup).
+        # The hangup ends the stream as our own end does (_end_stream): one `get` per message.
         hangup.add_done_callback(lambda _: _end_stream(stream))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": start_headers})
