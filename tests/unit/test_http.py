@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -245,6 +246,31 @@ def test_a_body_that_turns_malformed_ends_the_request(served: Served):
     with served.connect() as conn:
         conn.sendall(b"POST /partial HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
         conn.sendall(b"zz\r\nnot a chunk\r\n")
+        assert served.disconnected.wait(TIMEOUT)
+        assert served.disconnects == ["http.disconnect"]
+        assert closed(conn)
+
+
+def test_a_head_that_never_ends_is_cut_at_its_deadline(served: Served, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(http, "HEAD_SECONDS", 0.5)
+    with served.connect() as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # and nothing more
+        assert closed(conn)
+    with served.connect() as conn:  # a whole head in time is served
+        conn.sendall(request("/ok"))
+        assert read_response(conn, bytearray())[0] == 200
+
+
+def test_a_stalled_body_ends_its_request_and_a_slow_one_does_not(served: Served, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(http, "BODY_STALL_SECONDS", 1.0)
+    with served.connect() as conn:
+        conn.sendall(b"POST /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 30\r\n\r\n")
+        for _ in range(30):  # 3 s in all, never 1 s without a byte
+            conn.sendall(b"x")
+            time.sleep(0.1)
+        assert json.loads(read_response(conn, bytearray())[1])["size"] == 30
+    with served.connect() as conn:
+        conn.sendall(b"POST /partial HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nx")
         assert served.disconnected.wait(TIMEOUT)
         assert served.disconnects == ["http.disconnect"]
         assert closed(conn)

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 MAX_HEADER_BYTES = 256 * 1024
 BODY_BUFFER = 1024 * 1024  # body bytes read ahead of the app; reading pauses above it
 IDLE_SECONDS = 75.0  # a connection with no request for this long is closed (clients close at ~4 s)
+HEAD_SECONDS = 10.0  # a request's head must be whole this soon after its first byte (each holds up to 256 KiB)
+BODY_STALL_SECONDS = 30.0  # a body that makes no progress this long: its client is gone
 SHUTDOWN_SECONDS = 1.0  # at exit, for requests still running
 
 
@@ -74,7 +77,8 @@ class _Connection(asyncio.Protocol):
         self._closing = False  # close once the running request is done
         self._paused = False
         self._writable: asyncio.Future[None] | None = None  # set while the transport's buffer is full
-        self._idle: asyncio.TimerHandle | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the deadline of what the connection waits for
+        self._heading = False  # a request's head is arriving
         self._head = b""  # a response's status line and headers, not yet written
         self._no_body = False  # answering HEAD: the head alone
 
@@ -88,6 +92,9 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._h11.receive_data(data)
+        if self.task is None and not self._heading:  # the first bytes of a head: it has HEAD_SECONDS
+            self._heading = True
+            self._arm(HEAD_SECONDS, self._close)
         self._events()
 
     def eof_received(self) -> bool | None:
@@ -101,8 +108,8 @@ class _Connection(asyncio.Protocol):
         self._wake.set()
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)
-        if self._idle is not None:
-            self._idle.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
 
     def pause_writing(self) -> None:
         self._writable = self._loop.create_future()
@@ -131,10 +138,12 @@ class _Connection(asyncio.Protocol):
             elif isinstance(event, h11.Data):
                 self._body.append(event.data)
                 self._body_size += len(event.data)
+                self._arm(BODY_STALL_SECONDS, self._close)
                 if self._body_size > BODY_BUFFER:
                     self._pause()
                 self._wake.set()
             elif isinstance(event, h11.EndOfMessage):
+                self._disarm()  # the app may take its time now (a review waits for the user)
                 self._body_state = "read"
                 self._wake.set()
             elif isinstance(event, h11.ConnectionClosed):
@@ -144,8 +153,8 @@ class _Connection(asyncio.Protocol):
                 return
 
     def _begin(self, request: h11.Request) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
+        self._heading = False
+        self._arm(BODY_STALL_SECONDS, self._close)
         self._body, self._body_size, self._body_state = [], 0, "reading"
         self._no_body = request.method == b"HEAD"
         self._wake.clear()
@@ -270,10 +279,17 @@ class _Connection(asyncio.Protocol):
             self._paused = False
             self._transport.resume_reading()
 
+    def _arm(self, seconds: float, expired: Callable[[], None]) -> None:
+        self._disarm()
+        self._timer = self._loop.call_later(seconds, expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def _arm_idle(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-        self._idle = self._loop.call_later(IDLE_SECONDS, self._close_if_idle)
+        self._arm(IDLE_SECONDS, self._close_if_idle)
 
     def _close_if_idle(self) -> None:
         if self.task is None:
