@@ -276,15 +276,8 @@ def test_a_nested_repository_too_big_to_copy_is_left_out_and_said(tmp_path, monk
     and it is listed as skipped ("x/") at every snapshot, never entered later; too many files
     of the tree's own are still refused."""
     monkeypatch.setattr(snapshot, "MAX_NEW_FILES", 5)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    commit_all(repo, {"a.txt": "a\n"})
+    repo = vendored(tmp_path, 10)
     vendor = repo / "vendor" / "big"
-    vendor.mkdir(parents=True)
-    git(vendor, "init", "-q")
-    for i in range(10):
-        (vendor / f"{i}.c").write_text(f"{i}\n")
     (repo / "mine.txt").write_text("mine\n")
     snapshotter = Snapshotter(tmp_path / "state")
     before = snapshotter.take(str(repo))
