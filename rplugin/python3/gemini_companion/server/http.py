@@ -106,10 +106,8 @@ class _Connection(asyncio.Protocol):
         self._lost = True
         self._connections.discard(self)
         self._wake.set()
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
-        if self._timer is not None:
-            self._timer.cancel()
+        self.resume_writing()  # a writer waiting for room goes on (its sends are no-ops now)
+        self._disarm()
 
     def pause_writing(self) -> None:
         self._writable = self._loop.create_future()
@@ -187,7 +185,7 @@ class _Connection(asyncio.Protocol):
             log.exception("request %s %s failed", scope["method"], scope["path"][:100])
             if not started[0]:
                 with contextlib.suppress(Exception):
-                    await self._send_plain(500, b"internal error")
+                    self._plain(500, b"internal error")
         finally:
             self.task = None
         self._next()
@@ -246,10 +244,13 @@ class _Connection(asyncio.Protocol):
             if self._writable is not None:
                 await self._writable
 
-    async def _send_plain(self, status: int, text: bytes) -> None:
+    def _plain(self, status: int, text: bytes) -> None:
+        """A whole short text answer of our own (never the app's); h11 may refuse it (LocalProtocolError)."""
+        if self._lost:
+            return
         headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
-        await self._send({"type": "http.response.start", "status": status, "headers": headers})
-        await self._send({"type": "http.response.body", "body": text})
+        events = (h11.Response(status_code=status, headers=headers), h11.Data(data=text), h11.EndOfMessage())
+        self._write(b"".join(self._h11.send(event) or b"" for event in events))
 
     # --- the transport ---------------------------------------------------------------
 
@@ -260,12 +261,8 @@ class _Connection(asyncio.Protocol):
     def _refuse(self, status: int) -> None:
         """A request h11 cannot parse: one plain answer if none was started, then close."""
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE) and self.task is None:
-            text = b"bad request"
-            headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
             with contextlib.suppress(h11.LocalProtocolError):
-                self._write(self._h11.send(h11.Response(status_code=status, headers=headers)))
-                self._write(self._h11.send(h11.Data(data=text)))
-                self._write(self._h11.send(h11.EndOfMessage()))
+                self._plain(status, b"bad request")
         self._wake.set()
         self._close()  # a running request sees the hangup (its body can never complete)
 

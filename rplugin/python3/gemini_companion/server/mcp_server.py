@@ -165,16 +165,14 @@ class McpServer:
 
     def later(self, delay: float, fn: Callable[[], None]) -> bool:
         """Run `fn` on the server's loop in `delay` seconds (any thread); False when not serving."""
+        return self._call_soon(lambda: asyncio.get_running_loop().call_later(delay, fn))
+
+    def _call_soon(self, fn: Callable[..., object], *args: Any) -> bool:
         loop = self._loop
         if loop is None or not loop.is_running():
             return False
-        loop.call_soon_threadsafe(loop.call_later, delay, fn)
+        loop.call_soon_threadsafe(fn, *args)
         return True
-
-    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            loop.call_soon_threadsafe(fn, *args)
 
     # --- server thread: sending ----------------------------------------------
 
