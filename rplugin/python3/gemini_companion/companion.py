@@ -27,8 +27,9 @@ from gemini_companion.server import discovery, hook_keys, launch
 from gemini_companion.server.access import Access
 from gemini_companion.tools.tools import ToolsFeature
 
-# A status push waits this long after a change: the answer that made it goes out first.
-PUSH_DELAY_SECONDS = 0.002
+# A status push is a timer this long on the server's loop: 0 still runs it after the callbacks
+# already due there (the write of an answer a send just woke), and keeps Neovim's view current.
+PUSH_DELAY_SECONDS = 0.0
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
 SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
@@ -80,8 +81,8 @@ class Companion:
             server.send_threadsafe(session_id, method, params)
 
     def changed(self) -> None:
-        """A feature's state changed: push the status a moment later, once for a burst, and after
-        whatever answer is on its way to a client (the snapshot would hold the GIL before it)."""
+        """A feature's state changed: push the status from the server's loop, once for a burst, after
+        whatever answer is on its way to a client (built first, the snapshot held the GIL before it)."""
         server = self._server
         with self._lock:
             if self._push_due:
