@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -25,10 +26,40 @@ def test_split_gives_back_exactly_the_content(content):
     assert parts["eol"] == ("\r\n" if content.count("\r\n") and content.count("\r\n") == content.count("\n") else "\n")
 
 
+def _first_change_by_lines(original: str, proposal: str) -> int:
+    """The obvious definition: both texts split into lines, the first pair that differs."""
+    old, new = diff._split(original), diff._split(proposal)
+    a, b = old["text"].split(old["eol"]), new["text"].split(new["eol"])
+    first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return max(1, min(first + 1, len(b)))
+
+
 def test_first_change_points_at_the_first_differing_line():
-    assert diff._first_change(["a", "b", "c"], ["a", "B", "c"]) == 2
-    assert diff._first_change(["a"], ["a", "b"]) == 2
-    assert diff._first_change(["a"], ["a"]) == 1
+    assert diff._first_change(diff._split("a\nb\nc\n"), diff._split("a\nB\nc\n")) == 2
+    assert diff._first_change(diff._split("a\n"), diff._split("a\nb\n")) == 2
+    assert diff._first_change(diff._split("a\n"), diff._split("a\n")) == 1
+
+
+def test_first_change_agrees_with_comparing_line_by_line():
+    # Short alphabets, so texts share long prefixes and end at every kind of boundary; a block
+    # smaller than the texts crosses block edges too. Both line endings, mixed ones, none.
+    rng = random.Random(7)
+    pieces = ["a", "b", "\n", "\r\n", "\r", "é"]
+    for _ in range(3000):
+        original = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+        proposal = original[: rng.randrange(len(original) + 1)] + "".join(
+            rng.choice(pieces) for _ in range(rng.randrange(6))
+        )
+        if rng.random() < 0.3:
+            proposal = proposal.replace("\r\n", "\n") if rng.random() < 0.5 else proposal.replace("\n", "\r\n")
+        got = diff._first_change(diff._split(original), diff._split(proposal))
+        assert got == _first_change_by_lines(original, proposal), (original, proposal)
+        common = next((i for i, (x, y) in enumerate(zip(original, proposal, strict=False)) if x != y), None)
+        common = min(len(original), len(proposal)) if common is None else common
+        assert diff._common_prefix(original, proposal, block=3) == common, (original, proposal)
+    big = "".join(f"line {n}\n" for n in range(50_000))
+    changed = big.replace("line 31337\n", "line 31337 changed\n")
+    assert diff._first_change(diff._split(big), diff._split(changed)) == 31338
 
 
 @pytest.mark.parametrize(

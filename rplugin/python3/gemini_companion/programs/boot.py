@@ -6,6 +6,7 @@ so a CLI that finds the discovery file is answered at once; what the server tell
 meanwhile waits (editor.PendingEditor) until pynvim is up.
 """
 
+import gc
 import json
 import os
 import sys
@@ -46,4 +47,8 @@ from gemini_companion.plugin import GeminiCompanionPlugin  # noqa: E402
 # pynvim's host imports the package named on the command line (this one, already loaded) and
 # registers the handler classes it finds on it.
 gemini_companion.GeminiCompanionPlugin = GeminiCompanionPlugin  # type: ignore[attr-defined]
+# What is loaded by now lives as long as the host: out of the collector's way, so a full
+# collection (every ~70,000 allocations) takes a fraction of a millisecond, not 3-5 ms with the
+# GIL held in the middle of a client's request.
+gc.freeze()
 pynvim.start_host()

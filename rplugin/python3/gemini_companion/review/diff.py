@@ -14,7 +14,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -308,10 +308,40 @@ def _split(content: str) -> dict[str, Any]:
     return {"text": content[: -len(eol)] if final_newline else content, "eol": eol, "final_newline": final_newline}
 
 
-def _first_change(old: list[str], new: list[str]) -> int:
-    """1-based line of the proposal where it first differs from the original."""
-    first = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
-    return max(1, min(first + 1, len(new)))
+def _first_change(old: dict[str, Any], new: dict[str, Any]) -> int:
+    """1-based line of the proposal where it first differs from the original (both as `_split`
+    gives them). Found on the strings themselves: a list of every line of a large file would
+    leave its many small strings' memory with the host after the review is closed."""
+    a, b, eol = old["text"], new["text"], new["eol"]
+    lines = b.count(eol) + 1
+    if old["eol"] != eol:  # rare: compared a line at a time
+        pairs = enumerate(zip(_lines(a, old["eol"]), _lines(b, eol), strict=False))
+        first = next((i for i, (x, y) in pairs if x != y), a.count(old["eol"]) + 1)
+        return max(1, min(first + 1, lines))
+    same = _common_prefix(a, b)
+    line = a.count(eol, 0, same)  # the line the first difference is in
+    if same in (len(a), len(b)) and (len(a) == len(b) or (a if len(a) > len(b) else b).startswith(eol, same)):
+        line += 1  # one text ends where the other only ends its line: that line is the same in both
+    return max(1, min(line + 1, lines))
+
+
+def _lines(text: str, eol: str) -> Iterator[str]:
+    start = 0
+    while (end := text.find(eol, start)) >= 0:
+        yield text[start:end]
+        start = end + len(eol)
+    yield text[start:]
+
+
+def _common_prefix(a: str, b: str, block: int = 4096) -> int:
+    """How many characters `a` and `b` share from the start (compared a block at a time, in C)."""
+    end, same = min(len(a), len(b)), 0
+    while same < end and a[same : same + block] == b[same : same + block]:
+        same += block
+    same = min(same, end)
+    while same < end and a[same] == b[same]:
+        same += 1
+    return same
 
 
 def _small(file_path: str, new_content: str) -> bool:
@@ -338,7 +368,7 @@ def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
     original = _read_original(path) if signature is not None else None
     proposal = _split(new_content)
     current = _split(original or "")
-    first_change = _first_change(current["text"].split(current["eol"]), proposal["text"].split(proposal["eol"]))
+    first_change = _first_change(current, proposal)
     return {
         "path": path,
         "signature": signature,
