@@ -96,12 +96,17 @@ class Companion:
         return server.label(session_id) if server is not None else None
 
     def handle(self, method: str, params: dict[str, Any]) -> Any:
-        """Run one call from Lua; returns the method's result, or the status for methods without one."""
+        """Run one request from Lua; returns the method's result, or the status for methods without one."""
+        result = self.run(method, params)
+        return self.snapshot() if result is None else result
+
+    def run(self, method: str, params: dict[str, Any]) -> Any:
+        """Run one call from Lua. A notification's caller wants no status: building one right after
+        a send would hold the GIL while the server thread writes the answer."""
         handler = self._methods.get(method)
         if handler is None:
             raise ValueError(f"gemini-companion: unknown method {method!r}")
-        result = handler(params)
-        return self.snapshot() if result is None else result
+        return handler(params)
 
     # --- called on the host's main thread ---------------------------------
 

@@ -77,15 +77,16 @@ class GeminiCompanionPlugin:
 
     @pynvim.function("GeminiCompanionNotify", sync=False)
     def notify(self, args: list[Any]) -> None:
-        self._dispatch(args)
+        self._companion.run(*_call(args))
 
     @pynvim.function("GeminiCompanionRequest", sync=True)
     def request(self, args: list[Any]) -> Any:
-        return self._dispatch(args)
+        return self._companion.handle(*_call(args))
 
-    def _dispatch(self, args: list[Any]) -> Any:
-        method, params = args[0], (args[1] if len(args) > 1 else {})
-        return self._companion.handle(method, params or {})
+
+def _call(args: list[Any]) -> tuple[str, dict[str, Any]]:
+    """A call from host.lua: the method's name and its parameters."""
+    return args[0], (args[1] if len(args) > 1 else None) or {}
 
 
 pynvim.plugin(GeminiCompanionPlugin)  # imported by boot.py only, in the plugin's own host
