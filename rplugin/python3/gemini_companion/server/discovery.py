@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import socket
 import stat
 import sys
@@ -129,7 +128,7 @@ def write_secret_json(directory: Path, name: str, data: dict[str, Any]) -> Path:
     """Write `data` to directory/name atomically, mode 0600 from the first byte."""
     payload = json.dumps(data).encode()
     dfd = _open_dir(directory)
-    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    temp = f".{name}.{os.urandom(6).hex()}.tmp"  # not `secrets`: see launch.new_token
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
         try:

@@ -7,7 +7,6 @@ early connects and simply waits in the socket's backlog until the server answers
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 from pathlib import Path
 from typing import NamedTuple
@@ -31,15 +30,21 @@ class Launch(NamedTuple):
             discovery.remove(path)
 
 
+def new_token() -> str:
+    """256 random bits from the OS, as secrets.token_hex gives them (importing `secrets` costs the
+    port file 4 ms: random, hashlib, base64)."""
+    return os.urandom(32).hex()
+
+
 def launch(nvim_pid: int, workspace: list[str]) -> Launch:
     swept = discovery.sweep_stale()
     sock = bind_loopback()
     ad = discovery.Advertisement(
         port=sock.getsockname()[1],
-        token=secrets.token_urlsafe(32),
-        qwen_token=secrets.token_urlsafe(32),
-        tools_token=secrets.token_urlsafe(32),
-        hooks_token=secrets.token_urlsafe(32),
+        token=new_token(),
+        qwen_token=new_token(),
+        tools_token=new_token(),
+        hooks_token=new_token(),
         ide_pid=ide_pid(nvim_pid),
         nvim_pid=nvim_pid,
         workspace=clean_roots(workspace),
