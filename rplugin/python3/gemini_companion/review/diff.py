@@ -98,7 +98,9 @@ class DiffFeature:
         ]
 
     async def on_stream_open(self, session_id: str) -> None:
-        return None
+        # A client that listens may propose an edit next: its first review opens without
+        # loading the review's Lua first (~2 ms of the first open's 16).
+        self._editor.lua(DIFF_LUA)
 
     def on_client_gone(self, session_id: str) -> None:
         with self._lock:
