@@ -135,6 +135,22 @@ def test_review_sides_are_highlighted_like_the_file(review, project):
         assert review.outcome(request)["status"] == "rejected"
 
 
+def test_first_review_finds_its_lua_loaded_and_loads_no_tree_sitter(review, project):
+    """The review's Lua loads when a client opens its stream, not in the client's first proposal;
+    a file type no buffer highlights with tree-sitter loads none of it (it cost the open ~3 ms)."""
+    loaded = "return package.loaded[...] ~= nil"
+    wait_for(lambda: review.editor.lua(loaded, "gemini_companion.review"), what="the review's Lua, loaded early")
+    target = project / "first.py"
+    write(target, b"x = 1\n")
+    request = review.open(target, "x = 2\n")
+    info = review.info(target)
+    assert info
+    assert review.editor.lua("return vim.bo[...].syntax", info["original"]) == "python"
+    assert not review.editor.lua(loaded, "vim.treesitter.highlighter")
+    review.editor.nvim.command(f"GeminiReject {target}")
+    assert review.outcome(request)["status"] == "rejected"
+
+
 def test_diff_tab_shows_original_and_proposal(review, project):
     target = project / "src" / "main.py"
     original = write(target, b"import os\n\nprint('hello')\n")
