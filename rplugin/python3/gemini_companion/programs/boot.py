@@ -17,10 +17,6 @@ import sys
 sys.modules["ssl"] = None  # type: ignore[assignment]
 sys.modules["_hashlib"] = None  # type: ignore[assignment]
 
-# Two threads share the GIL: the server's loop and pynvim's. A thread handing work to the other
-# (a diff to open, an answer to write) would otherwise keep the GIL up to 5 ms after the hand-over.
-sys.setswitchinterval(0.0005)
-
 SERVE_WAIT_SECONDS = 5.0  # at most, before pynvim loads anyway (a start that hangs is reported)
 
 plugin_dir = sys.argv[1]
