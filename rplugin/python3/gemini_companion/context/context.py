@@ -26,13 +26,12 @@ class ContextFeature:
         self._state: dict[str, Any] | None = None
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {"context": self.update}
 
-    def update(self, params: dict[str, Any]) -> bool:
+    def update(self, params: dict[str, Any]) -> None:
         state = workspace_state(params)
         with self._lock:
             if state != self._state:
                 self._state = state
                 self._link.broadcast(METHOD, {"workspaceState": state})
-        return True  # not None: a notification needs no status in reply
 
     def tools(self) -> list[Tool]:
         return []

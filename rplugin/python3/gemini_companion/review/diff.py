@@ -14,7 +14,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -314,25 +314,14 @@ def _first_change(old: dict[str, Any], new: dict[str, Any]) -> int:
     """1-based line of the proposal where it first differs from the original (both as `_split`
     gives them). Found on the strings themselves: a list of every line of a large file would
     leave its many small strings' memory with the host after the review is closed."""
-    a, b, eol = old["text"], new["text"], new["eol"]
-    lines = b.count(eol) + 1
-    if old["eol"] != eol:  # rare: compared a line at a time
-        pairs = enumerate(zip(_lines(a, old["eol"]), _lines(b, eol), strict=False))
-        first = next((i for i, (x, y) in pairs if x != y), a.count(old["eol"]) + 1)
-        return max(1, min(first + 1, lines))
+    # A "\r\n" text has no other "\n" (see _split): as "\n" lines it splits the same way.
+    a, b = (side["text"].replace("\r\n", "\n") if side["eol"] == "\r\n" else side["text"] for side in (old, new))
+    lines = b.count("\n") + 1
     same = _common_prefix(a, b)
-    line = a.count(eol, 0, same)  # the line the first difference is in
-    if same in (len(a), len(b)) and (len(a) == len(b) or (a if len(a) > len(b) else b).startswith(eol, same)):
+    line = a.count("\n", 0, same)  # the line the first difference is in
+    if same in (len(a), len(b)) and (len(a) == len(b) or (a if len(a) > len(b) else b).startswith("\n", same)):
         line += 1  # one text ends where the other only ends its line: that line is the same in both
     return max(1, min(line + 1, lines))
-
-
-def _lines(text: str, eol: str) -> Iterator[str]:
-    start = 0
-    while (end := text.find(eol, start)) >= 0:
-        yield text[start:end]
-        start = end + len(eol)
-    yield text[start:]
 
 
 def _common_prefix(a: str, b: str, block: int = 4096) -> int:
