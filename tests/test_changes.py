@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -161,6 +162,60 @@ def test_undo_reads_files_in_batches_and_refuses_a_path_become_a_folder(ed, repo
     items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
     assert [(Path(name).name, text) for name, text in ed.lua(items)] == [
         ("m", "the turn's snapshot holds no file here: left as it is")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ending", "why"),
+    [("kill -9 $$", "git was stopped (signal 9)"), ("exec sleep 30", "git gave no answer in 5 s")],
+)
+def test_a_cut_short_read_of_the_snapshot_writes_nothing(ed, repo, tmp_path, ending, why):
+    """A `git cat-file` that stops partway (killed, or at the time limit) leaves a partial file in
+    its output: nothing of it is taken, the file is refused, never written back cut short."""
+    whole = "".join(f"precious line {i}\n" for i in range(20000)).encode()
+    (repo / "big.txt").write_bytes(whole)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "big")
+    a_turn(ed, repo, lambda: (repo / "big.txt").unlink())
+    real = shutil.which("git")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text(
+        f'#!/bin/bash\ncase " $* " in *" cat-file "*) "{real}" "$@" | head -c 100000; {ending} ;; esac\n'
+        f'exec "{real}" "$@"\n'
+    )
+    (fake / "git").chmod(0o755)
+    ed.lua("vim.env.PATH = ... .. ':' .. vim.env.PATH", str(fake))
+    ed.nvim.command("GeminiChanges undo")
+    assert not (repo / "big.txt").exists()
+    items = "return vim.tbl_map(function(i) return i.text end, vim.fn.getqflist())"
+    assert ed.lua(items) == [f"{why}: left as it is"]
+
+
+def test_a_folder_gone_from_the_snapshot_refuses_only_the_files_in_it(ed, repo):
+    """git cannot list a batch whose paths cross a folder object that is gone from the snapshot:
+    the batch is read again one file at a time, so only the files under that folder are refused."""
+    original = (repo / "a.txt").read_bytes()
+
+    def agent() -> None:
+        (repo / "a.txt").write_text("changed\n")
+        (repo / "newdir" / "sub").mkdir(parents=True)
+        (repo / "newdir" / "sub" / "z.txt").write_text("z\n")
+
+    turn = a_turn(ed, repo, agent)
+    folder = subprocess.run(
+        ["git", "--git-dir", turn["git_dir"], "rev-parse", f"{turn['after']}:newdir/sub"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(turn["git_dir"]) / "objects" / folder[:2] / folder[2:]).unlink()  # a loose object: ours
+    ed.nvim.command("GeminiChanges undo")
+    assert (repo / "a.txt").read_bytes() == original
+    assert (repo / "newdir" / "sub" / "z.txt").read_text() == "z\n"
+    items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
+    assert [(Path(name).name, text) for name, text in ed.lua(items)] == [
+        ("z.txt", "the turn's snapshot is gone (pruned): left as it is")
     ]
 
 

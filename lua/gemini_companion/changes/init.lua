@@ -208,8 +208,10 @@ local function git(turn, args, opts)
   local run = { stdin = opts.stdin, text = opts.text, env = env, clear_env = true, cwd = turn.git_dir }
   local ok, job = pcall(vim.system, argv, run)
   local done = ok and job:wait(5000) or { code = -1, signal = 0, stdout = '', stderr = tostring(job) }
-  -- Killed at the time limit (git itself never exits 124).
-  local why = done.code == 124 and 'git gave no answer in 5 s: left as it is' or nil
+  -- Killed at the time limit (git itself never exits 124), or by anyone: its output may be cut short.
+  local why = done.code == 124 and 'git gave no answer in 5 s: left as it is'
+    or (done.signal or 0) ~= 0 and ('git was stopped (signal %d): left as it is'):format(done.signal)
+    or nil
   return vim.tbl_extend('force', done, { why = why, unread = unread })
 end
 
@@ -244,7 +246,7 @@ local function entries(turn, tree, paths)
   -- -t: a folder named beside a path inside it is still listed (else git only descends).
   local args = vim.list_extend({ '--literal-pathspecs', 'ls-tree', '-t', '-z', '--full-tree', tree, '--' }, paths)
   local done = git(turn, args, {})
-  if done.code ~= 0 then
+  if done.code ~= 0 or done.why then
     return nil, done.why
   end
   local found = {}
@@ -271,15 +273,19 @@ local function versions_of(turn, paths)
   for i, tree in ipairs({ turn.before, turn.after }) do
     local found, why = entries(turn, tree, paths)
     if not found then
-      local all = {}
+      local each = {}
       for _, path in ipairs(paths) do
-        all[path] = { err = why or gone }
+        -- git failed on the batch (a folder object gone, say): one by one, the others still read.
+        each[path] = (#paths > 1 and not why) and versions_of(turn, { path })[path] or { err = why or gone }
       end
-      return all
+      return each
     end
     sides[i] = found
-    for _, e in pairs(found) do
-      if FILE_MODES[e.mode] then -- a folder's or a submodule's object is never read
+  end
+  for _, path in ipairs(paths) do
+    for i = 1, 2 do
+      local e = sides[i][path]
+      if e and FILE_MODES[e.mode] then -- only what was asked; a folder's or submodule's object never
         ids[#ids + 1] = e.oid
       end
     end
@@ -287,7 +293,8 @@ local function versions_of(turn, paths)
   local data = {}
   if #ids > 0 then
     local done = git(turn, { 'cat-file', '--batch' }, { stdin = table.concat(ids, '\n') .. '\n' })
-    local out = done.stdout or ''
+    -- Cut short (stopped, timed out): nothing of it is taken, the last record may be partial.
+    local out = done.code == 0 and not done.why and done.stdout or ''
     gone = done.why or done.unread or gone
     local at = 1
     while true do
@@ -296,9 +303,12 @@ local function versions_of(turn, paths)
         break
       end
       local oid, kind, size = out:sub(at, header_end - 1):match('^(%x+) (%a+) (%d+)$')
-      if size then
-        data[oid] = kind == 'blob' and out:sub(header_end + 1, header_end + tonumber(size)) or nil
-        at = header_end + tonumber(size) + 2
+      local after = size and header_end + tonumber(size) + 1 -- the record's closing newline
+      if size and out:sub(after, after) ~= '\n' then
+        break -- a record that does not end where its header says: nothing after it is trusted
+      elseif size then
+        data[oid] = kind == 'blob' and out:sub(header_end + 1, after - 1) or nil
+        at = after + 1
       else
         at = header_end + 1 -- "<oid> missing"
       end
@@ -723,7 +733,8 @@ function M.revert_hunk()
   local change = vim.iter(turn.files):find(function(c)
     return c.path == where.path
   end)
-  local before, after, err = versions(turn, where.path)
+  local found = versions_of(turn, { where.path })[where.path]
+  local before, after, err = found.before, found.after, found.err
   local _, now = current(turn.work_tree .. '/' .. where.path)
   local line = vim.fn.line('.')
   local index = nil
@@ -737,7 +748,7 @@ function M.revert_hunk()
   elseif not change or not index then
     return message.notify('no change of the turn at this line', 'warn')
   end
-  report({ revert_file(turn, change, index) }, said(where.path), 'the hunk is as before the turn')
+  report({ revert_file(turn, change, index, found) }, said(where.path), 'the hunk is as before the turn')
   vim.cmd('diffupdate')
 end
 
