@@ -49,6 +49,12 @@ def a_turn(editor: Editor, cwd: Path, change: Any, agent: str = "gemini") -> dic
     return wait_for(lambda: len(turns(editor)) > known and turns(editor)[-1], 30, "the turn to end")
 
 
+def refused(editor: Editor) -> list[tuple[str, str]]:
+    """The quickfix list a revert left: each refused file's name and why."""
+    items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
+    return [(Path(name).name, text) for name, text in editor.lua(items)]
+
+
 @pytest.fixture
 def repo(sandbox: Sandbox) -> Path:
     project = sandbox.project
@@ -117,8 +123,8 @@ def test_one_hunk_reverts_exactly_and_a_later_edit_is_never_clobbered(ed, repo):
     ed.nvim.command("GeminiChanges revert")
     assert (repo / "a.txt").read_text() == "1\n2\n3\n4\n5\n6\n7\n8\nnine, mine\n10\n"
     assert "a.txt:9 changed after the turn" in ed.messages()
-    refused = ed.lua("return vim.fn.getqflist({title = 1, items = 1})")
-    assert [(i["lnum"], i["text"]) for i in refused["items"]] == [(9, "changed after the turn: left as it is")]
+    qf = ed.lua("return vim.fn.getqflist({title = 1, items = 1})")
+    assert [(i["lnum"], i["text"]) for i in qf["items"]] == [(9, "changed after the turn: left as it is")]
 
 
 def test_unsaved_edits_are_never_overwritten(ed, repo):
@@ -159,10 +165,7 @@ def test_undo_reads_files_in_batches_and_refuses_a_path_become_a_folder(ed, repo
     assert {name: (repo / name).read_bytes() for name in before} == before
     assert not (repo / "new.txt").exists() and (repo / "gone.txt").read_text() == "bye\n"
     assert not any(repo.glob("n*.txt")) and not (repo / "m" / "inside.txt").exists()
-    items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
-    assert [(Path(name).name, text) for name, text in ed.lua(items)] == [
-        ("m", "the turn's snapshot holds no file here: left as it is")
-    ]
+    assert refused(ed) == [("m", "the turn's snapshot holds no file here: left as it is")]
 
 
 @pytest.mark.parametrize(
@@ -188,8 +191,7 @@ def test_a_cut_short_read_of_the_snapshot_writes_nothing(ed, repo, tmp_path, end
     ed.lua("vim.env.PATH = ... .. ':' .. vim.env.PATH", str(fake))
     ed.nvim.command("GeminiChanges undo")
     assert not (repo / "big.txt").exists()
-    items = "return vim.tbl_map(function(i) return i.text end, vim.fn.getqflist())"
-    assert ed.lua(items) == [f"{why}: left as it is"]
+    assert [text for _, text in refused(ed)] == [f"{why}: left as it is"]
 
 
 def test_a_folder_gone_from_the_snapshot_refuses_only_the_files_in_it(ed, repo):
@@ -203,20 +205,12 @@ def test_a_folder_gone_from_the_snapshot_refuses_only_the_files_in_it(ed, repo):
         (repo / "newdir" / "sub" / "z.txt").write_text("z\n")
 
     turn = a_turn(ed, repo, agent)
-    folder = subprocess.run(
-        ["git", "--git-dir", turn["git_dir"], "rev-parse", f"{turn['after']}:newdir/sub"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    folder = git(repo, "--git-dir", turn["git_dir"], "rev-parse", f"{turn['after']}:newdir/sub").strip()
     (Path(turn["git_dir"]) / "objects" / folder[:2] / folder[2:]).unlink()  # a loose object: ours
     ed.nvim.command("GeminiChanges undo")
     assert (repo / "a.txt").read_bytes() == original
     assert (repo / "newdir" / "sub" / "z.txt").read_text() == "z\n"
-    items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
-    assert [(Path(name).name, text) for name, text in ed.lua(items)] == [
-        ("z.txt", "the turn's snapshot is gone (pruned): left as it is")
-    ]
+    assert refused(ed) == [("z.txt", "the turn's snapshot is gone (pruned): left as it is")]
 
 
 def test_a_revert_through_a_loaded_buffer_can_be_undone(ed, repo):
@@ -391,8 +385,8 @@ def test_a_revert_never_writes_or_deletes_outside_while_a_folder_is_swapped_for_
         swapper.kill()
         swapper.wait()
     ed.nvim.command("GeminiChanges undo")  # still a link: refused, and said why
-    texts = ed.lua("return vim.tbl_map(function(i) return i.text end, vim.fn.getqflist())")
-    assert texts == ["a folder on its way is a symlink or not a folder now: left as it is"] * 2
+    why = "a folder on its way is a symlink or not a folder now: left as it is"
+    assert [text for _, text in refused(ed)] == [why] * 2
     (project / "d").unlink()
     (project / "real").rename(project / "d")
     ed.nvim.command("GeminiChanges undo")
@@ -446,10 +440,7 @@ def test_modes_and_symlinks_come_back_exactly(ed, sandbox):
     (project / "later").unlink()
     (project / "later").symlink_to("t2")  # retargeted again after the turn
     ed.nvim.command("GeminiChanges undo")
-    items = "return vim.tbl_map(function(i) return {vim.fn.bufname(i.bufnr), i.text} end, vim.fn.getqflist())"
-    assert [(Path(name).name, text) for name, text in ed.lua(items)] == [
-        ("later", "changed after the turn: left as it is")
-    ]
+    assert refused(ed) == [("later", "changed after the turn: left as it is")]
     assert "9 taken back, 1 refused" in ed.messages()
     end = state()
     assert end.pop("later") == "t2"
