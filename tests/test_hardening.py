@@ -66,7 +66,7 @@ def test_token_stays_out_of_messages_and_every_argv(editor):
 def test_discovery_file_is_0600_under_a_permissive_umask(tmp_path, monkeypatch):
     old = os.umask(0)
     try:
-        path = discovery.write_secret_json(tmp_path, "secret.json", {"authToken": "t"})
+        path = Path(discovery.write_secret_json(str(tmp_path), "secret.json", {"authToken": "t"}))
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -79,7 +79,7 @@ def test_symlink_at_the_final_name_is_replaced_not_followed(tmp_path):
     ide = tmp_path / "ide"
     ide.mkdir(mode=0o700)
     (ide / "gemini-ide-server-1-2.json").symlink_to(victim)
-    discovery.write_secret_json(ide, "gemini-ide-server-1-2.json", {"authToken": "t"})
+    discovery.write_secret_json(str(ide), "gemini-ide-server-1-2.json", {"authToken": "t"})
     assert victim.read_text() == "untouched"
     assert not (ide / "gemini-ide-server-1-2.json").is_symlink()
 

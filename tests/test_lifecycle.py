@@ -83,6 +83,30 @@ def test_stale_file_whose_port_another_process_took_is_swept(editor_factory, san
         squatter.close()
 
 
+def test_a_fifo_or_link_named_like_a_stale_file_neither_stalls_the_start_nor_is_swept(
+    editor_factory, sandbox, tmp_path
+):
+    """The sweep before the port file reads each file it judges: never through a link, never
+    waiting on a FIFO (a read of one with no writer blocks for ever)."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = {"port": 1, "workspacePath": "/", "authToken": "x", "neovimCompanionPid": dead.pid}
+    target = tmp_path / "stale-elsewhere.json"
+    target.write_text(json.dumps(stale))
+    sandbox.gemini_dir.mkdir(parents=True, mode=0o700)
+    sandbox.qwen_dir.mkdir(parents=True, mode=0o700)
+    fifos = [sandbox.gemini_dir / f"gemini-ide-server-{dead.pid}-1.json", sandbox.qwen_dir / "2.lock"]
+    for fifo in fifos:
+        os.mkfifo(fifo, 0o600)
+    link = sandbox.gemini_dir / f"gemini-ide-server-{dead.pid}-3.json"
+    link.symlink_to(target)
+    own = sandbox.gemini_dir / f"gemini-ide-server-{dead.pid}-4.json"  # the control: swept
+    own.write_text(json.dumps(stale))
+    editor_factory().wait_state("running")
+    assert all(fifo.exists() for fifo in fifos) and link.is_symlink() and target.exists()
+    assert not own.exists()
+
+
 def test_foreign_file_of_a_live_server_is_left_alone(editor_factory, sandbox):
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,41 @@ def test_process_liveness_sees_zombies_and_reused_pids():
         child.wait()
     assert not discovery.pid_alive(os.getpid(), started=1)  # same PID, another start time
     assert launch.ide_pid(os.getpid()) == os.getppid()
+
+
+@pytest.mark.parametrize("swap", ["fifo", "link"])
+def test_a_file_swapped_while_it_is_judged_stale_is_never_read_through(tmp_path, monkeypatch, swap):
+    """Between the check of a discovery file and its read, another process replaces it by a FIFO
+    (a read with no writer waits for ever) or a link: the sweep neither hangs nor follows it."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = json.dumps({"port": 1, "neovimCompanionPid": dead.pid})
+    (tmp_path / "elsewhere.json").write_text(stale)  # a file of ours a link could lead to
+    path = tmp_path / f"gemini-ide-server-{dead.pid}-1.json"
+    path.write_text(stale)
+
+    def replaced(real: Any) -> Any:
+        def call(name: Any, *args: Any, **kwargs: Any) -> Any:
+            if os.fspath(name) == str(path) and path.is_file() and not path.is_symlink():
+                result = real(name, *args, **kwargs) if real is os_lstat else None
+                path.unlink()
+                os.mkfifo(path) if swap == "fifo" else path.symlink_to(tmp_path / "elsewhere.json")
+                return result if real is os_lstat else real(name, *args, **kwargs)
+            return real(name, *args, **kwargs)
+
+        return call
+
+    os_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", replaced(os.lstat))  # whichever comes first: the check
+    monkeypatch.setattr(os, "open", replaced(os.open))  # or the open
+    judged: list[bool] = []
+    thread = threading.Thread(target=lambda: judged.append(discovery.is_stale(str(path), dead.pid, 1)), daemon=True)
+    thread.start()
+    thread.join(30)
+    monkeypatch.undo()
+    if thread.is_alive():  # let it go: open a writer, so the stuck read ends
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    assert judged == [False]
 
 
 class Asgi:

@@ -21,7 +21,7 @@ class Served:
     """http.Server with a small app on its own loop and thread."""
 
     def __init__(self) -> None:
-        self.sock = launch.bind_loopback()
+        self.sock = launch.listening(launch.bind_loopback())
         self.port = self.sock.getsockname()[1]
         self.loop = asyncio.new_event_loop()
         self.disconnects: list[str] = []

@@ -12,7 +12,7 @@ def test_accepted_connections_send_without_waiting_for_acks() -> None:
     """asyncio turns Nagle off only on sockets whose proto says TCP; accepted ones inherit the
     listener's. With Nagle on, a body written after its headers waits for the client's delayed
     ACK (~40 ms on loopback)."""
-    sock = launch.bind_loopback()
+    sock = launch.listening(launch.bind_loopback())
 
     async def accepted_nodelay() -> int:
         seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()

@@ -14,7 +14,6 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 from gemini_companion import contract, env_names
@@ -41,7 +40,7 @@ class Companion:
         self._lock = threading.RLock()
         self._server: Any = None  # mcp_server.McpServer, imported on the worker thread
         self._ad: discovery.Advertisement | None = None
-        self._files: list[Path] = []
+        self._files: list[str] = []
         self._state = "stopped"  # stopped | starting | running | failed
         self._error: str | None = None
         self._clients: list[dict[str, Any]] = []
@@ -126,7 +125,7 @@ class Companion:
             self._error = None
             self._clients = []
             started = launched or launch.launch(nvim_pid, workspace)
-            sock, self._ad = started.sock, started.ad
+            sock, self._ad = started.listener(), started.ad
             self._access.serve(self._ad)
             self._files, self._discovery_errors = started.files, started.errors
             self._state = "starting"
@@ -172,7 +171,7 @@ class Companion:
             roots = launch.clean_roots(workspace)
             if roots == self._ad.workspace:
                 return
-            self._ad = self._ad._replace(workspace=roots)
+            self._ad = self._ad.with_workspace(roots)
             self._advertise()
             self._access.rewrite(self._ad)
 
@@ -216,7 +215,7 @@ class Companion:
                 "host_pid": os.getpid(),
                 "python": sys.executable,
                 "workspace": list(ad.workspace) if ad else [],
-                "discovery_files": [str(p) for p in self._files] + self._access.files(),
+                "discovery_files": self._files + self._access.files(),
                 "discovery_errors": list(self._discovery_errors),
                 "clients": list(self._clients),
                 "diffs": [],

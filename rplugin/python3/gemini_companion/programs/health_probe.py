@@ -15,7 +15,6 @@ import os
 import pwd
 import stat
 import sys
-from pathlib import Path
 from typing import Any
 
 # The folder holding the package (by name, not resolved: a symlinked script still finds its own).
@@ -48,13 +47,13 @@ def owner(uid: int) -> str:
         return str(uid)
 
 
-def directory(path: Path, base: bool = False) -> dict[str, Any]:
+def directory(path: str, base: bool = False) -> dict[str, Any]:
     """Ownership and mode of `path`, and why it is unsafe (None when it is fine or missing).
 
     The base temporary directory may be shared (root-owned /tmp with the sticky
     bit) and may be a symlink; the directories under it must pass `check_dir`.
     """
-    info: dict[str, Any] = {"path": str(path), "exists": False, "problem": None}
+    info: dict[str, Any] = {"path": path, "exists": False, "problem": None}
     try:
         st = os.stat(path) if base else os.lstat(path)
     except FileNotFoundError:
@@ -73,7 +72,7 @@ def directory(path: Path, base: bool = False) -> dict[str, Any]:
 
 
 def main() -> None:
-    tmp = Path(discovery.node_tmpdir())
+    tmp = discovery.node_tmpdir()
     gemini = discovery.gemini_dir()
     qwen = discovery.qwen_dir()
     report = {
@@ -81,8 +80,8 @@ def main() -> None:
         "dependencies": [dependency(dist, module) for dist, module in DEPENDENCIES.items()],
         "tmpdir": {key: os.environ.get(key) for key in ("TMPDIR", "TMP", "TEMP")},
         "directories": {
-            "gemini": [directory(tmp, base=True), directory(gemini.parent), directory(gemini)],
-            "qwen": [directory(qwen.parent), directory(qwen)],
+            "gemini": [directory(tmp, base=True), directory(os.path.dirname(gemini)), directory(gemini)],
+            "qwen": [directory(os.path.dirname(qwen)), directory(qwen)],
         },
     }
     json.dump(report, sys.stdout)

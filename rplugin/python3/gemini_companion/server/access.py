@@ -24,7 +24,6 @@ import os
 import secrets
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gemini_companion import env_names
 from gemini_companion.server import discovery
@@ -64,7 +63,7 @@ class AgentFiles:
     qwen_port: int
     gemini_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     qwen_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    files: list[Path] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
 
 
 class Access:
@@ -114,13 +113,14 @@ class Access:
             gemini_pid if FIRST_AGENT_PID <= gemini_pid <= LAST_AGENT_PID else _free_gemini_pid(),
             qwen_port if qwen_port in AGENT_PORTS else _free_qwen_port(),
         )
-        gemini_path = discovery.gemini_dir() / f"gemini-ide-server-{agent.gemini_pid}.json"
-        qwen_path = discovery.qwen_dir() / discovery.qwen_file_name(agent.qwen_port)
+        gemini_path = os.path.join(discovery.gemini_dir(), f"gemini-ide-server-{agent.gemini_pid}.json")
+        qwen_path = os.path.join(discovery.qwen_dir(), discovery.qwen_file_name(agent.qwen_port))
         gemini = {**ad.gemini_payload(), "authToken": agent.gemini_token, "stdio": discovery.stdio_command(gemini_path)}
         qwen = {**ad.qwen_payload(), "authToken": agent.qwen_token, "stdio": discovery.stdio_command(qwen_path)}
         for path, payload in ((gemini_path, gemini), (qwen_path, qwen)):
-            discovery.ensure_dir(path.parent)
-            agent.files.append(discovery.write_secret_json(path.parent, path.name, payload))
+            directory, file_name = os.path.split(path)
+            discovery.ensure_dir(directory)
+            agent.files.append(discovery.write_secret_json(directory, file_name, payload))
         os.utime(qwen_path, (0, 0))  # oldest of all: a Qwen started elsewhere prefers the shared file
         with self._lock:
             self._agents[name] = agent
@@ -166,7 +166,7 @@ class Access:
 
     def files(self) -> list[str]:
         with self._lock:
-            return [str(path) for agent in self._agents.values() for path in agent.files]
+            return [path for agent in self._agents.values() for path in agent.files]
 
 
 def _bearer(token: str) -> bytes:
@@ -177,13 +177,14 @@ def _free_gemini_pid() -> int:
     directory = discovery.gemini_dir()
     while True:
         number = FIRST_AGENT_PID + secrets.randbelow(LAST_AGENT_PID - FIRST_AGENT_PID)
-        if not os.path.lexists(directory / f"gemini-ide-server-{number}.json"):
+        if not os.path.lexists(os.path.join(directory, f"gemini-ide-server-{number}.json")):
             return number
 
 
 def _free_qwen_port() -> int:
     directory = discovery.qwen_dir()
-    free = [port for port in AGENT_PORTS if not os.path.lexists(directory / discovery.qwen_file_name(port))]
+    names = {port: os.path.join(directory, discovery.qwen_file_name(port)) for port in AGENT_PORTS}
+    free = [port for port, path in names.items() if not os.path.lexists(path)]
     if not free:
         raise RuntimeError(f"no free agent lock file name in {directory}")
     return secrets.choice(free)

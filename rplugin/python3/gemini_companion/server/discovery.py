@@ -1,6 +1,8 @@
 """Discovery files: where Gemini CLI and Qwen Code look for this server.
 
-Standard library only, so `health_probe.py` can use it from a plain interpreter.
+Standard library only, so `health_probe.py` can use it from a plain interpreter, and only the
+cheap part of it: the port file is written with this module before anything else loads, so paths
+are strings (pathlib costs 4 ms), and neither `typing` nor `socket` is imported (3 ms each).
 Files hold the auth token: they are created 0600 under an exclusive temporary
 name and renamed into place, relative to a checked directory descriptor, so no
 write ever goes through a symlink or lands in a directory another user controls.
@@ -11,14 +13,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import stat
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NamedTuple
 
 from gemini_companion import env_names
+
+TYPE_CHECKING = False  # typing's own costs 3 ms at import; mypy reads this name as typing's
+if TYPE_CHECKING:
+    from typing import Any
 
 GEMINI_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
 GEMINI_AGENT_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)\.json$")  # an agent's own (access.py)
@@ -30,7 +33,9 @@ OWNER_FIELD = "neovimCompanionPid"
 # ...and when that process started (Linux clock ticks since boot): a reused PID is not ours.
 OWNER_START_FIELD = "neovimCompanionStart"
 # Run by a CLI that cannot reach us over HTTP (in a container it dials host.docker.internal).
-STDIO_BRIDGE = Path(__file__).resolve().parents[1] / "programs" / "stdio_bridge.py"
+STDIO_BRIDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "programs", "stdio_bridge.py")
+# A discovery file is read only if it is this small (ours are under 1 KB).
+MAX_FILE_BYTES = 64 * 1024
 
 
 class DiscoveryError(Exception):
@@ -46,14 +51,15 @@ def node_tmpdir(environ: dict[str, str] | None = None) -> str:
     return path
 
 
-def gemini_dir(environ: dict[str, str] | None = None) -> Path:
-    return Path(node_tmpdir(environ)) / "gemini" / "ide"
+def gemini_dir(environ: dict[str, str] | None = None) -> str:
+    # Node's path.join, which the CLI searches with, normalizes the same way.
+    return os.path.normpath(os.path.join(node_tmpdir(environ), "gemini", "ide"))
 
 
-def qwen_dir(environ: dict[str, str] | None = None) -> Path:
+def qwen_dir(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     home = env.get(env_names.QWEN_HOME) or os.path.join(os.path.expanduser("~"), ".qwen")
-    return Path(home) / "ide"
+    return os.path.normpath(os.path.join(home, "ide"))
 
 
 def gemini_file_name(ide_pid: int, port: int) -> str:
@@ -64,7 +70,7 @@ def qwen_file_name(port: int) -> str:
     return f"{port}.lock"
 
 
-def check_dir(path: Path) -> str | None:
+def check_dir(path: str) -> str | None:
     """Why `path` is unsafe for secrets (None when it is fine).
 
     It must be a real directory (not a symlink), owned by us, and not writable by
@@ -79,7 +85,7 @@ def check_dir(path: Path) -> str | None:
     return _check_dir_stat(path, st)
 
 
-def _check_dir_stat(path: Path, st: os.stat_result) -> str | None:
+def _check_dir_stat(path: str, st: os.stat_result) -> str | None:
     if stat.S_ISLNK(st.st_mode):
         return f"{path} is a symlink"
     if not stat.S_ISDIR(st.st_mode):
@@ -91,16 +97,17 @@ def _check_dir_stat(path: Path, st: os.stat_result) -> str | None:
     return None
 
 
-def ensure_dir(path: Path) -> None:
+def ensure_dir(path: str) -> None:
     """Create `path` and its parent (mode 0700) inside an existing base, and check both.
 
     The base itself (TMPDIR, or the Qwen home's parent) is not ours to create or judge:
     /tmp is root's, and a TMPDIR that points nowhere is reported, not conjured.
     """
-    base = path.parent.parent
-    if not base.is_dir():
+    parent = os.path.dirname(path)
+    base = os.path.dirname(parent)
+    if not os.path.isdir(base):
         raise DiscoveryError(f"cannot use {path}: {base} does not exist or is not a directory")
-    for directory in (path.parent, path):
+    for directory in (parent, path):
         try:
             os.mkdir(directory, 0o700)
         except FileExistsError:
@@ -112,7 +119,7 @@ def ensure_dir(path: Path) -> None:
             raise DiscoveryError(f"refusing to use {directory}: {problem}")
 
 
-def _open_dir(path: Path) -> int:
+def _open_dir(path: str) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as err:
@@ -124,7 +131,7 @@ def _open_dir(path: Path) -> int:
     return fd
 
 
-def write_secret_json(directory: Path, name: str, data: dict[str, Any]) -> Path:
+def write_secret_json(directory: str, name: str, data: dict[str, Any]) -> str:
     """Write `data` to directory/name atomically, mode 0600 from the first byte."""
     payload = json.dumps(data).encode()
     dfd = _open_dir(directory)
@@ -143,41 +150,67 @@ def write_secret_json(directory: Path, name: str, data: dict[str, Any]) -> Path:
             os.unlink(temp, dir_fd=dfd)
         except OSError:
             pass
-        raise DiscoveryError(f"cannot write {directory / name}: {err.strerror}") from err
+        raise DiscoveryError(f"cannot write {os.path.join(directory, name)}: {err.strerror}") from err
     finally:
         os.close(dfd)
-    return directory / name
+    return os.path.join(directory, name)
 
 
-def remove(path: Path) -> None:
+def remove(path: str) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
 
 
-class Advertisement(NamedTuple):
-    """What both CLIs need to find and trust this server. (A named tuple: dataclasses would cost the
-    port file, written before the server loads, several milliseconds of imports.)"""
+class Advertisement:
+    """What both CLIs need to find and trust this server; never changed once made. (A plain class:
+    dataclasses or typing's NamedTuple would cost the port file, written before the server loads,
+    milliseconds of imports.)"""
 
-    port: int
-    token: str  # in the Gemini file
-    qwen_token: str  # in the Qwen lock file: a different one tells the server which CLI connected
-    tools_token: str  # for the model's editor tools (tools.py), given to the CLIs' settings
-    hooks_token: str  # for the CLIs' lifecycle hooks (hook.py -> changes.py)
-    ide_pid: int
-    nvim_pid: int
-    workspace: list[str]
+    __slots__ = ("hooks_token", "ide_pid", "nvim_pid", "port", "qwen_token", "token", "tools_token", "workspace")
+
+    def __init__(
+        self,
+        port: int,
+        token: str,  # in the Gemini file
+        qwen_token: str,  # in the Qwen lock file: a different one tells the server which CLI connected
+        tools_token: str,  # for the model's editor tools (tools.py), given to the CLIs' settings
+        hooks_token: str,  # for the CLIs' lifecycle hooks (hook.py -> changes.py)
+        ide_pid: int,
+        nvim_pid: int,
+        workspace: list[str],
+    ) -> None:
+        self.port = port
+        self.token = token
+        self.qwen_token = qwen_token
+        self.tools_token = tools_token
+        self.hooks_token = hooks_token
+        self.ide_pid = ide_pid
+        self.nvim_pid = nvim_pid
+        self.workspace = workspace
+
+    def with_workspace(self, workspace: list[str]) -> Advertisement:
+        return Advertisement(
+            self.port,
+            self.token,
+            self.qwen_token,
+            self.tools_token,
+            self.hooks_token,
+            self.ide_pid,
+            self.nvim_pid,
+            workspace,
+        )
 
     @property
     def workspace_path(self) -> str:
         return os.pathsep.join(self.workspace)
 
     def gemini_stdio(self) -> dict[str, Any]:
-        return stdio_command(gemini_dir() / gemini_file_name(self.ide_pid, self.port))
+        return stdio_command(os.path.join(gemini_dir(), gemini_file_name(self.ide_pid, self.port)))
 
     def qwen_stdio(self) -> dict[str, Any]:
-        return stdio_command(qwen_dir() / qwen_file_name(self.port))
+        return stdio_command(os.path.join(qwen_dir(), qwen_file_name(self.port)))
 
     def gemini_payload(self) -> dict[str, Any]:
         return {
@@ -205,16 +238,16 @@ class Advertisement(NamedTuple):
         }
 
 
-def stdio_command(discovery_file: Path) -> dict[str, Any]:
+def stdio_command(discovery_file: str) -> dict[str, Any]:
     """The bridge command for a discovery file: argv is world-readable, so it names the file, not the token."""
     # -I: no user site or PYTHON* variables, and the plugin's own modules never shadow the stdlib.
-    return {"command": sys.executable, "args": ["-I", str(STDIO_BRIDGE), str(discovery_file)]}
+    return {"command": sys.executable, "args": ["-I", STDIO_BRIDGE, discovery_file]}
 
 
-def write_all(ad: Advertisement) -> tuple[list[Path], list[str]]:
+def write_all(ad: Advertisement) -> tuple[list[str], list[str]]:
     """Write the Gemini and Qwen files; return the paths written and one error line per
     failure, naming the CLI that cannot find the server ("Qwen Code cannot find ...")."""
-    written: list[Path] = []
+    written: list[str] = []
     errors: list[str] = []
     targets = [
         ("Gemini CLI", gemini_dir(), gemini_file_name(ad.ide_pid, ad.port), ad.gemini_payload()),
@@ -266,6 +299,8 @@ def pid_alive(pid: int, started: int | None = None) -> bool:
 
 
 def port_listening(port: int) -> bool:
+    import socket  # only for another's file: the port file's path does not pay for it
+
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.3):
             return True
@@ -273,33 +308,48 @@ def port_listening(port: int) -> bool:
         return False
 
 
-def is_stale(path: Path, name_pid: int | None, port: int | None) -> bool:
+def is_stale(path: str, name_pid: int | None, port: int | None) -> bool:
     """Whether `path` (a regular file of ours) names a server that is gone. `port` None: an agent's
     file (access.py) or a hook key file (hook_keys.py), judged by its owner field alone."""
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            return False
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    data = _read_own_json(path)
+    if data is None:
         return False
-    owner = data.get(OWNER_FIELD) if isinstance(data, dict) else None
+    owner = data.get(OWNER_FIELD)
     if isinstance(owner, int):
         started = data.get(OWNER_START_FIELD)
         return owner != os.getpid() and not pid_alive(owner, started if isinstance(started, int) else None)
     if port is None:
         return False
     # Someone else's file: only when nobody can be behind it.
-    pid = name_pid if name_pid is not None else data.get("ppid") if isinstance(data, dict) else None
+    pid = name_pid if name_pid is not None else data.get("ppid")
     pid_dead = not isinstance(pid, int) or not pid_alive(pid)
     return pid_dead and not port_listening(port)
 
 
-def sweep_stale() -> list[Path]:
+def _read_own_json(path: str) -> dict[str, Any] | None:
+    """The JSON object in `path` ({} for other JSON) if it is a small regular file of ours, judged on
+    the file opened (never through a link, never waiting on a FIFO put in its place); else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > MAX_FILE_BYTES:
+            return None
+        data = json.loads(os.read(fd, MAX_FILE_BYTES + 1))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def sweep_stale() -> list[str]:
     """Delete this user's discovery files whose server is gone; return what was removed."""
-    removed: list[Path] = []
+    removed: list[str] = []
     # Each kind of file, and what its name says: (PID, port). An agent's file says neither.
-    kinds: list[tuple[Path, re.Pattern[str], Callable[[re.Match[str]], tuple[int | None, int | None]]]] = [
+    kinds: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[int | None, int | None]]]] = [
         (gemini_dir(), GEMINI_FILE_RE, lambda m: (int(m[1]), int(m[2]))),
         (gemini_dir(), GEMINI_AGENT_FILE_RE, lambda m: (None, None)),
         (qwen_dir(), QWEN_FILE_RE, lambda m: (None, int(m[1]))),
@@ -316,7 +366,7 @@ def sweep_stale() -> list[Path]:
             if not match:
                 continue
             name_pid, port = parse(match)
-            path = directory / name
+            path = os.path.join(directory, name)
             if is_stale(path, name_pid, port):
                 remove(path)
                 removed.append(path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hmac
 import os
 import threading
-from pathlib import Path
 
 from gemini_companion.programs.hook import KEY_LENGTH, key_dir, valid_key
 from gemini_companion.server import discovery
@@ -26,12 +25,12 @@ def key_for(ad: discovery.Advertisement, agent: str | None = None) -> str:
 class HookKeys:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._written: dict[str | None, Path] = {}  # agent name (None: the terminals') -> file
+        self._written: dict[str | None, str] = {}  # agent name (None: the terminals') -> file
 
     def write(self, ad: discovery.Advertisement, agent: str | None = None) -> str:
         """Write the file for the terminals (agent None) or one agent; its key."""
         key = key_for(ad, agent)
-        directory = Path(key_dir())
+        directory = key_dir()
         discovery.ensure_dir(directory)
         payload = {
             "port": ad.port,
@@ -60,10 +59,15 @@ class HookKeys:
 
 def sweep_stale() -> int:
     """Remove key files whose host is gone (a crashed Neovim's); how many."""
-    directory = Path(key_dir())
+    directory = key_dir()
     if discovery.check_dir(directory):
         return 0
-    stale = [path for path in directory.glob("*.json") if valid_key(path.stem) and discovery.is_stale(path, None, None)]
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    paths = [os.path.join(directory, name) for name in names if name.endswith(".json") and valid_key(name[:-5])]
+    stale = [path for path in paths if discovery.is_stale(path, None, None)]
     for path in stale:
         discovery.remove(path)
     return len(stale)

@@ -6,26 +6,36 @@ early connects and simply waits in the socket's backlog until the server answers
 
 from __future__ import annotations
 
+import _socket  # `socket` itself would cost the port file 3 ms (enum flags, selectors)
 import os
-import socket
-from pathlib import Path
-from typing import NamedTuple
 
 from gemini_companion.server import discovery
 
+TYPE_CHECKING = False  # typing's own costs 3 ms at import; mypy reads this name as typing's
+if TYPE_CHECKING:
+    import socket
 
-class Launch(NamedTuple):
+
+class Launch:
     """A bound port, advertised: what `Companion.start` serves."""
 
-    sock: socket.socket
-    ad: discovery.Advertisement
-    files: list[Path]
-    errors: list[str]
-    swept: list[Path]
+    __slots__ = ("_raw", "ad", "errors", "files", "swept")
+
+    def __init__(
+        self, raw: _socket.socket, ad: discovery.Advertisement, files: list[str], errors: list[str], swept: list[str]
+    ) -> None:
+        self._raw = raw
+        self.ad = ad
+        self.files = files
+        self.errors = errors
+        self.swept = swept
+
+    def listener(self) -> socket.socket:
+        return listening(self._raw)
 
     def abandon(self) -> None:
         """Never served: close the port, take the files back."""
-        self.sock.close()
+        self._raw.close()
         for path in self.files:
             discovery.remove(path)
 
@@ -53,16 +63,24 @@ def launch(nvim_pid: int, workspace: list[str]) -> Launch:
     return Launch(sock, ad, files, errors, swept)
 
 
-def bind_loopback() -> socket.socket:
+def bind_loopback() -> _socket.socket:
     """Bind 127.0.0.1 on a free port now, so the port is known before anything slow."""
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # accepted sockets inherit it. Without it, a response's body waits behind its headers for the
     # client's delayed ACK (~40 ms on loopback).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, _socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    sock.set_inheritable(False)
+    os.set_inheritable(sock.fileno(), False)
     return sock
+
+
+def listening(raw: _socket.socket) -> socket.socket:
+    """The bound socket as asyncio serves it (`socket` is imported now: the port file is out). Its
+    family, type and protocol (TCP, see bind_loopback) are read back from the descriptor."""
+    import socket
+
+    return socket.socket(fileno=raw.detach())
 
 
 def ide_pid(nvim_pid: int) -> int:
