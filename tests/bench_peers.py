@@ -22,19 +22,26 @@ Figures (median and max over all samples):
   promise resolved.
 - memory: RSS of Neovim and of our Python host after 100 context updates + 10 diffs, and after
   the 1 MB diffs are closed (last round only).
+- the real CLIs' own start, for scale (no plugin involved): `gemini` and `qwen` launched on a
+  pseudo-terminal until their first connection to the IDE port they are given (a bare listening
+  socket). A CLI started with Neovim, or after it, dials no sooner than this.
 A benchmark, not a test: it never fails on a figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import pty
 import random
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -50,6 +57,7 @@ from bench_context import cursor_line
 from bench_diff import code
 from benchlib import Row
 from conftest import INIT, NODE_DIR, NodeClient, Sandbox, wait_for
+from e2e.tui import gemini_settings, qwen_settings
 
 CORE = NODE_DIR / "node_modules" / "@google" / "gemini-cli-core"
 # A warm IdeClient in its own Node process. Commands as tests/node/gemini_client.mjs, plus `env`
@@ -384,13 +392,80 @@ def main() -> None:
             for plugin in order:
                 last = n == args.rounds - 1
                 one_round(plugin, Path(tmp) / f"r{n}-{plugin.name}", samples, memory if last else None)
+        for cli in ("gemini", "qwen"):
+            for n in range(CLI_LAUNCHES):
+                dial = first_dial(cli, Path(tmp) / f"{cli}{n}")
+                samples[f"{cli} launch -> first dial of the IDE\0cli"].append(dial)
     report(args, samples, memory, time.monotonic() - started)
 
 
+CLI_LAUNCHES = 3
+
+
+def first_dial(cli: str, base: Path) -> float:
+    """Milliseconds from launching the real CLI (IDE mode on, a TUI on a pseudo-terminal) until it
+    first connects to the IDE port its environment names: a bare socket, so no plugin is timed."""
+    sandbox = Sandbox(base)
+    gemini_settings(sandbox.home)
+    qwen_settings(sandbox.home)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(60)
+        port = str(listener.getsockname()[1])
+        env = {
+            **{k: v for k, v in sandbox.env.items() if k != "CI" and not k.startswith("CI_")},  # a TUI, not CI output
+            "PATH": f"{NODE_DIR / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}",  # Qwen: Node >= 22
+            "TERM": "xterm-256color",
+            "GEMINI_CLI_HOME": str(sandbox.home),
+            "QWEN_HOME": str(sandbox.home / ".qwen"),
+            "GEMINI_API_KEY": "stand-in",
+            "OPENAI_API_KEY": "stand-in",
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            "GEMINI_CLI_IDE_SERVER_PORT": port,
+            "GEMINI_CLI_IDE_WORKSPACE_PATH": str(sandbox.project),
+            "QWEN_CODE_IDE_SERVER_PORT": port,
+            "QWEN_CODE_IDE_WORKSPACE_PATH": str(sandbox.project),
+            "TERM_PROGRAM": "vscode",
+        }
+        leader, follower = pty.openpty()
+        started = time.monotonic_ns()
+        process = subprocess.Popen(
+            [str(NODE_DIR / "node_modules" / ".bin" / cli)],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            env=env,
+            cwd=sandbox.project,
+            start_new_session=True,
+        )
+        os.close(follower)
+        threading.Thread(target=_drain, args=(leader,), daemon=True).start()  # closes it at the end
+        try:
+            connection, _ = listener.accept()
+            dialed = time.monotonic_ns()
+            connection.close()
+        finally:
+            os.killpg(process.pid, 9)
+            process.wait(60)
+    return (dialed - started) / 1e6
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 65536):
+            pass
+    os.close(fd)
+
+
 ORDER = ("spawn -> client connected", "  spawn -> port file on disk", "  of which connect() itself", "IdeClient")
+LAST = ("gemini launch", "qwen launch")
 
 
 def _order(figure: str) -> int:
+    last = next((n for n, start in enumerate(LAST) if figure.startswith(start)), None)
+    if last is not None:
+        return len(ORDER) + 1 + last
     return next((n for n, start in enumerate(ORDER) if figure.startswith(start)), len(ORDER))
 
 
@@ -405,13 +480,13 @@ def report(args: argparse.Namespace, samples: dict[str, list[float]], memory: di
     figures = sorted(dict.fromkeys(key.split("\0")[0] for key in samples), key=_order)
     for figure in figures:
         ours, peer = samples.get(f"{figure}\0ours", []), samples.get(f"{figure}\0peer", [])
-        for name, values in (("ours", ours), ("peer", peer)):
+        for name, values in (("ours", ours), ("peer", peer), ("cli", samples.get(f"{figure}\0cli", []))):
             if not values:
                 continue
             ratio = ""
             if name == "peer" and ours and peer:
                 ratio = f"   x{statistics.median(ours) / statistics.median(peer):.2f}, x{max(ours) / max(peer):.2f}"
-            label = f"{figure} (ms)" if name == "ours" else ""
+            label = f"{figure} (ms)" if name in ("ours", "cli") else ""
             print(f"{label:44} {name:6} {len(values):>3} {statistics.median(values):>9.2f} {max(values):>9.2f}{ratio}")
     if args.samples:
         for key, values in samples.items():
