@@ -143,6 +143,33 @@ def test_a_file_swapped_while_it_is_judged_stale_is_never_read_through(tmp_path,
     assert judged == [False]
 
 
+def test_a_stale_file_of_ours_is_judged_up_to_a_size_bound(tmp_path):
+    """Many workspace roots make a file of ours large; a huge one is not read at all."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    judged = []
+    for roots in (5_000, 50_000):
+        path = tmp_path / f"gemini-ide-server-{dead.pid}-{roots}.json"
+        workspace = ":".join(f"/home/user/project-{n}" for n in range(roots))  # ~130 KB, ~1 MB+
+        path.write_text(json.dumps({"port": 1, "workspacePath": workspace, "neovimCompanionPid": dead.pid}))
+        judged.append(discovery.is_stale(str(path), dead.pid, 1))
+    assert judged == [True, False]
+
+
+def test_relative_discovery_bases_are_used_where_they_point(tmp_path, monkeypatch):
+    """QWEN_HOME and TMPDIR may be relative (Qwen resolves them against its working directory)."""
+    monkeypatch.chdir(tmp_path)
+    for environ in ({"QWEN_HOME": ".qwen"}, {"QWEN_HOME": "."}):
+        directory = discovery.qwen_dir(environ)
+        monkeypatch.setenv("QWEN_HOME", environ["QWEN_HOME"])
+        discovery.ensure_dir(directory)
+        discovery.write_secret_json(directory, "1.lock", {"port": 1})
+        assert (tmp_path / directory / "1.lock").is_file(), directory
+    monkeypatch.setenv("TMPDIR", ".")
+    discovery.ensure_dir(discovery.gemini_dir())
+    assert (tmp_path / "gemini" / "ide").is_dir()
+
+
 class Asgi:
     """The server's HTTP app called directly: what a client would get, without a socket."""
 

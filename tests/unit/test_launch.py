@@ -1,10 +1,14 @@
-"""The listening socket's accepted connections send without waiting for acknowledgements."""
+"""The server's start: its listening socket, and what may happen while it loads."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
+from conftest import wait_for
+from gemini_companion import companion
+from gemini_companion.editor import PendingEditor
 from gemini_companion.server import launch
 
 
@@ -30,3 +34,39 @@ def test_accepted_connections_send_without_waiting_for_acks() -> None:
             server.close()
 
     assert asyncio.run(accepted_nodelay()) != 0
+
+
+def test_a_workspace_change_while_the_server_loads_leaves_it_serving(tmp_path, monkeypatch) -> None:
+    """`:cd` before the server is up changes what is advertised, not whether it serves. (The worker
+    took the new advertisement for a stop and closed the port: the state stayed "starting".)"""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+    for root in ("a", "b"):
+        (tmp_path / root).mkdir()
+    served = companion.Companion(PendingEditor())
+    try:
+        with served._lock:  # the worker, its server built, waits here: still loading, as it sees it
+            served.start(os.getpid(), [str(tmp_path / "a")])
+            served.set_workspace([str(tmp_path / "b")])
+        served.wait_serving(30)
+        status = served.status()
+        assert (status["state"], status["workspace"]) == ("running", [str(tmp_path / "b")])
+    finally:
+        served.stop()
+
+
+def test_a_stop_while_the_server_loads_closes_its_port(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+    stopped = companion.Companion(PendingEditor())
+    with stopped._lock:
+        stopped.start(os.getpid(), [str(tmp_path)])
+        port = stopped.status()["port"]
+        stopped.stop()
+
+    def closed() -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) != 0
+
+    wait_for(closed, 30, f"the worker to close port {port} once it has the lock")
+    assert stopped.status()["state"] == "stopped"

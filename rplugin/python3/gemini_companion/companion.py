@@ -40,6 +40,7 @@ class Companion:
         self._lock = threading.RLock()
         self._server: Any = None  # mcp_server.McpServer, imported on the worker thread
         self._ad: discovery.Advertisement | None = None
+        self._listening: socket.socket | None = None  # this start's port: a stale worker's is not
         self._files: list[str] = []
         self._state = "stopped"  # stopped | starting | running | failed
         self._error: str | None = None
@@ -126,6 +127,7 @@ class Companion:
             self._clients = []
             started = launched or launch.launch(nvim_pid, workspace)
             sock, self._ad = started.listener(), started.ad
+            self._listening = sock
             self._access.serve(self._ad)
             self._files, self._discovery_errors = started.files, started.errors
             self._state = "starting"
@@ -134,7 +136,7 @@ class Companion:
                 self._notify(line, "error")
             if not self._files:  # no CLI could find us: say why instead of serving nobody
                 sock.close()
-                self._ad = None
+                self._ad = self._listening = None
                 raise RuntimeError("; ".join(self._discovery_errors) or "no discovery file could be written")
             hook_keys.sweep_stale()
             self._write_hook_key(None)
@@ -154,7 +156,7 @@ class Companion:
             self._discovery_errors = []
             server = self._server
             self._server = None
-            self._ad = None
+            self._ad = self._listening = None
             self._clients = []
             if self._state != "failed":
                 self._state = "stopped"
@@ -269,7 +271,7 @@ class Companion:
         )
         server = mcp_server.McpServer(sock, self._access.identify, ad.port, hooks, mcp_server.Limits())
         with self._lock:
-            if self._ad is not ad:  # stopped while we were importing
+            if self._listening is not sock:  # stopped (a workspace change is no stop) while importing
                 sock.close()
                 return
             self._server = server
@@ -304,7 +306,7 @@ class Companion:
         with self._lock:
             self._stop_sweep()
             self._remove_files()
-            self._ad = None
+            self._ad = self._listening = None
             self._server = None
             self._state = "failed"
             self._error = message

@@ -80,8 +80,8 @@ def main() -> None:
         "dependencies": [dependency(dist, module) for dist, module in DEPENDENCIES.items()],
         "tmpdir": {key: os.environ.get(key) for key in ("TMPDIR", "TMP", "TEMP")},
         "directories": {
-            "gemini": [directory(tmp, base=True), directory(os.path.dirname(gemini)), directory(gemini)],
-            "qwen": [directory(os.path.dirname(qwen)), directory(qwen)],
+            "gemini": [directory(tmp, base=True), directory(os.path.dirname(gemini) or os.curdir), directory(gemini)],
+            "qwen": [directory(os.path.dirname(qwen) or os.curdir), directory(qwen)],
         },
     }
     json.dump(report, sys.stdout)

@@ -34,8 +34,8 @@ OWNER_FIELD = "neovimCompanionPid"
 OWNER_START_FIELD = "neovimCompanionStart"
 # Run by a CLI that cannot reach us over HTTP (in a container it dials host.docker.internal).
 STDIO_BRIDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "programs", "stdio_bridge.py")
-# A discovery file is read only if it is this small (ours are under 1 KB).
-MAX_FILE_BYTES = 64 * 1024
+# A discovery file is read only if it is this small (ours: under 1 KB, plus the workspace roots).
+MAX_FILE_BYTES = 1024 * 1024
 
 
 class DiscoveryError(Exception):
@@ -103,8 +103,8 @@ def ensure_dir(path: str) -> None:
     The base itself (TMPDIR, or the Qwen home's parent) is not ours to create or judge:
     /tmp is root's, and a TMPDIR that points nowhere is reported, not conjured.
     """
-    parent = os.path.dirname(path)
-    base = os.path.dirname(parent)
+    parent = os.path.dirname(path) or os.curdir  # a relative TMPDIR or QWEN_HOME: "." at the top
+    base = os.path.dirname(parent) or os.curdir
     if not os.path.isdir(base):
         raise DiscoveryError(f"cannot use {path}: {base} does not exist or is not a directory")
     for directory in (parent, path):

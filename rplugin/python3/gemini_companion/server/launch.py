@@ -76,11 +76,12 @@ def bind_loopback() -> _socket.socket:
 
 
 def listening(raw: _socket.socket) -> socket.socket:
-    """The bound socket as asyncio serves it (`socket` is imported now: the port file is out). Its
-    family, type and protocol (TCP, see bind_loopback) are read back from the descriptor."""
+    """The bound socket as asyncio serves it (`socket` is imported now: the port file is out). The
+    protocol is passed on, not read back: where there is no SO_PROTOCOL (macOS) it would read as 0,
+    and asyncio would leave Nagle on (see bind_loopback)."""
     import socket
 
-    return socket.socket(fileno=raw.detach())
+    return socket.socket(raw.family, raw.type, raw.proto, raw.detach())
 
 
 def ide_pid(nvim_pid: int) -> int:
