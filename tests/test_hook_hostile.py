@@ -25,7 +25,7 @@ import pytest
 
 from conftest import TESTS, Editor, Sandbox, wait_for
 from gemini_companion.contract import STARTUP_ENV
-from gemini_companion.programs.hook import HOOKS_PATH, KEY_ENV, OWNER_FIELD, key_dir, read_key
+from gemini_companion.programs.hook import HOOKS_PATH, KEY_ENV, key_dir, read_key
 from gemini_companion.server import discovery, http_guard
 
 EVENTS = {  # the turn events first, then those that tell an agent's state
@@ -303,7 +303,8 @@ def test_a_key_file_that_is_not_ours_and_private_is_never_read(ed, sandbox, list
     key = os.urandom(16).hex()
     directory = Path(key_dir())
     target = attack.marks.parent / "elsewhere.json"
-    target.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, OWNER_FIELD: os.getpid()}))
+    owner = {discovery.OWNER_FIELD: os.getpid()}
+    target.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, **owner}))
     target.chmod(0o600)
     path = directory / f"{key}.json"
     env = {**cli_env(sandbox), KEY_ENV: key}
@@ -443,8 +444,7 @@ def test_settings_an_earlier_version_wrote_are_named_by_health_and_replaced_by_e
 
 
 def test_hook_py_posts_to_the_servers_hooks_path():
-    assert HOOKS_PATH == http_guard.HOOKS_PATH  # hook.py imports nothing of the plugin
-    assert OWNER_FIELD == discovery.OWNER_FIELD  # the host that wrote a key file (hook_keys.py)
+    assert HOOKS_PATH == http_guard.HOOKS_PATH  # hook.py imports none of the server's modules
 
 
 def test_a_crashed_neovims_key_file_is_swept(editor_factory):
@@ -459,7 +459,7 @@ def test_a_crashed_neovims_key_file_is_swept(editor_factory):
 
 def test_a_key_file_a_killed_host_left_is_never_used(ed, sandbox, listener, attack):
     """A host killed with SIGKILL leaves its key file; an agent that outlives it (in tmux) must not
-    send its tool commands to whoever holds that port now."""
+    send its tool commands to whoever holds that port now, even when the host's PID is in use again."""
     entry = entries(ed, "gemini")[0]
     key = os.urandom(16).hex()
     dead = subprocess.Popen(["true"])
@@ -467,9 +467,12 @@ def test_a_key_file_a_killed_host_left_is_never_used(ed, sandbox, listener, atta
     path = Path(key_dir()) / f"{key}.json"
     env = {**cli_env(sandbox), KEY_ENV: key}
     try:
-        for owner, reports in ((dead.pid, 0), (os.getpid(), 1)):  # the second: the control
+        reused = (os.getpid(), 1)  # a live PID, but another process than the one that wrote the file
+        control = (os.getpid(), discovery.process_start(os.getpid()))
+        for (owner, started), reports in (((dead.pid, None), 0), (reused, 0), (control, 1)):
             path.unlink(missing_ok=True)
-            path.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, OWNER_FIELD: owner}))
+            fields = {discovery.OWNER_FIELD: owner, discovery.OWNER_START_FIELD: started}
+            path.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, **fields}))
             path.chmod(0o600)
             assert run_hook(entry["command"], env, attack.marks.parent, entry["env"]).stdout.strip() == "{}"
             wait_for(lambda reports=reports: listener.connections == reports, 10, "the hook to decide")

@@ -26,13 +26,13 @@ import sys
 if __name__ == "__main__":  # run by the CLIs' hook command (-I): the folder holding the package goes on sys.path
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from gemini_companion import env_names
+from gemini_companion.server.discovery import OWNER_FIELD, OWNER_START_FIELD, pid_alive
 
 KEY_ENV = env_names.HOOK_KEY
 KEY_LENGTH = 32  # hex digits
 HEX = frozenset("0123456789abcdef")
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (this file imports only env_names of the plugin)
-OWNER_FIELD = "neovimCompanionPid"  # discovery.OWNER_FIELD: the host that wrote the key file
+HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (the server's own modules would slow every event)
 # The snapshot; "attention" (the CLI waits on it, Gemini before drawing its dialog): only the
 # server's receipt, which it sends before Neovim hears of it; every other event: a short bound.
 WAIT_SECONDS = {"turn-start": 8.0, "attention": 1.0}
@@ -102,21 +102,11 @@ def read_key(key: str) -> tuple[int, str, str | None] | None:
         return None
     if not isinstance(token, str) or not 0 < len(token) <= 200 or not set(token) <= TOKEN_CHARS:
         return None
-    if not _alive(data.get(OWNER_FIELD)):  # a file a killed host left: its port may be anyone's now
+    # A file a killed host left: its port may be anyone's now, and its PID too (the start time says).
+    owner, started = data.get(OWNER_FIELD), data.get(OWNER_START_FIELD)
+    if type(owner) is not int or not pid_alive(owner, started if type(started) is int else None):
         return None
     return port, token, agent if isinstance(agent, str) else None
-
-
-def _alive(pid: object) -> bool:
-    if type(pid) is not int or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists (not ours, which the file's owner check makes unlikely)
-        pass
-    return True
 
 
 def body(event: str, agent: str | None, stdin: str) -> bytes:
