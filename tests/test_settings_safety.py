@@ -19,10 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pynvim
 import pytest
 
 from conftest import ROOT, Editor, wait_for
 from e2e.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, kill_tmux, terminal_env, tmux_available
+from gemini_companion.programs import settings_edit
 
 SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "programs" / "settings_edit.py"
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
@@ -77,6 +79,11 @@ CORPUS = {
     "duplicate key": '{\n  "ide": {"enabled": false},\n  "ide": {}\n}\n',
     "empty object": "{}",
     "empty file": "",
+    # Filled by enable, emptied by disable: their inside comes back as it was.
+    "spaced empty objects": '{\n  "ide": { },\n  "mcpServers": {\n  },\n  "a": 1\n}\n',
+    "spaced empty list": '{\n  "hooks": {\n    "BeforeAgent": [ ],\n    "AfterAgent": [\n\n    ]\n  }\n}\n',
+    "spaced empty file object": "{ }\n",
+    "empty file object on two lines": "{\r\n}\r\n",
 }
 
 
@@ -151,6 +158,51 @@ def test_a_change_of_the_users_in_between_stays_and_the_rest_comes_back(tmp_path
         settings.read_text()
         == '{\n\t"theme": "Dracula",\n\t"n": 1.50,\n\t"ide": {\n\t\t"hasSeenNudge": false\n\t}\n}\n'
     )
+
+
+USERS = json.dumps({"theme": "Dracula", "model": {"name": "gemini-2.5-pro"}}, indent=2) + "\n"
+
+
+def test_a_save_read_half_way_is_read_again_when_it_is_done(tmp_path, monkeypatch):
+    """The CLIs save in place: truncate, then write. An edit that read the file in between (empty,
+    or cut short) wrote back its edit of nothing: every setting of the user's was gone."""
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    for half in ("", USERS[:20]):
+        settings.write_text(half)  # the CLI's save, half way
+
+        def the_save_ends(_seconds: float) -> None:
+            settings.write_text(USERS)
+
+        monkeypatch.setattr(settings_edit.time, "sleep", the_save_ends)
+        out = settings_edit.main(["enable", str(settings), str(journal), "ide.enabled=true"])
+        assert out["changes"] == ["ide.enabled: (absent) -> true"]
+        assert json.loads(settings.read_text()) == {**json.loads(USERS), "ide": {"enabled": True}}
+        settings_edit.main(["disable", str(settings), str(journal)])
+        assert settings.read_text() == USERS
+
+
+def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch):
+    """An edit made on a version the CLI has saved over since is made again on the new one."""
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_text(USERS)
+    read_journal = settings_edit.read_journal
+    saves = [USERS.replace("Dracula", "Nord"), USERS.replace("Dracula", "Nord").replace("pro", "flash")]
+
+    def the_cli_saves(path: str) -> Any:
+        if saves:
+            settings.write_text(saves.pop(0))
+        return read_journal(path)
+
+    monkeypatch.setattr(settings_edit, "read_journal", the_cli_saves)
+    out = settings_edit.main(["enable", str(settings), str(journal), "ide.enabled=true"])
+    assert out["changes"] == ["ide.enabled: (absent) -> true"]
+    assert json.loads(settings.read_text())["model"]["name"] == "gemini-2.5-flash"
+    assert json.loads(settings.read_text())["ide"] == {"enabled": True}
+    enabled = settings.read_text()
+    saves[:] = [enabled] * settings_edit.ATTEMPTS  # saved again before every write: it gives up
+    with pytest.raises(settings_edit.Refused, match="kept changing while it was being edited"):
+        settings_edit.main(["disable", str(settings), str(journal)])
+    assert settings.read_text() == enabled and json.loads(journal.read_text())  # the record kept
 
 
 # --- links, owners, modes ---------------------------------------------------------------------
@@ -401,6 +453,32 @@ def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory
     value = json.loads(path.read_text())
     assert value.get("hooks") is None and value["mcpServers"] == {"mine": {"command": "x"}}, value
     assert value["ide"] == {"enabled": True, "hasSeenNudge": True}  # could be the user's: kept
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["fifo", "link to a device", "over 1 MiB"])
+def test_a_settings_file_that_is_no_file_or_is_huge_never_holds_neovim(editor_factory, sandbox, kind):
+    """Read at every start (hooks of earlier versions), by enable-cli and :checkhealth: a FIFO held
+    Neovim for ever (a read waits for a writer), /dev/zero never ended, a huge file took seconds."""
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(settings)
+    elif kind == "link to a device":
+        settings.symlink_to("/dev/zero")
+    else:
+        settings.write_text(json.dumps({f"key{n}": "v" * 100 for n in range(12_000)}))
+    before = settings.read_bytes() if kind == "over 1 MiB" else None
+    ed = editor_factory({"cli_settings": "auto"})
+    ed.wait_state("running")
+    with pytest.raises(pynvim.NvimError) as refused:
+        ed.nvim.command("GeminiCompanion enable-cli gemini")
+    said = str(refused.value)
+    assert "\n" not in said and said.endswith("nothing was changed"), said
+    assert ("not a regular file" if before is None else "larger than 1 MiB") in said
+    ed.nvim.command("checkhealth gemini_companion")  # reads it too
+    assert before is None or settings.read_bytes() == before
+    assert settings.is_symlink() if kind == "link to a device" else not settings.is_symlink()
 
 
 def test_ask_without_a_ui_is_no_and_says_how_in_one_line(editor_factory):

@@ -1,12 +1,18 @@
 --- Reading a JSON settings file: one reader for every module that needs one.
 local M = {}
 
+-- A settings file is a few KB; one larger is not read (every edit would re-read it too).
+local MAX_BYTES = 1024 * 1024
+
 --- The object in `path`; {} when the file is missing or blank; nil and why when it is not a
---- JSON object (a file with comments, say).
+--- JSON object (a file with comments, say), not a regular file or too large.
 ---@param path string
 ---@return table? value, string? error
 function M.read(path)
-  local text = require('gemini_companion.files').read(path)
+  local text, why = require('gemini_companion.files').read(path, MAX_BYTES)
+  if not text and why and not vim.startswith(why, 'ENOENT') and not vim.startswith(why, 'ENOTDIR') then
+    return nil, ('%s cannot be read (%s): nothing was changed'):format(path, why)
+  end
   if not text or vim.trim(text) == '' then
     return {}
   end

@@ -5,6 +5,7 @@
 --- that output hold is data: ids are checked, texts are shown on one bounded line.
 local config = require('gemini_companion.config')
 local message = require('gemini_companion.message')
+local whole_files = require('gemini_companion.files')
 
 local M = {}
 
@@ -311,7 +312,7 @@ local function read_own(path, limit)
   if not stat or stat.type ~= 'file' or stat.uid ~= vim.uv.getuid() then
     return nil, false
   end
-  local fd = vim.uv.fs_open(path, 'r', 0)
+  local fd = vim.uv.fs_open(path, whole_files.READ_NOW, 0) -- a FIFO swapped in since is not waited on
   if not fd then
     return nil, false
   end
@@ -393,7 +394,7 @@ end
 ---@param done fun(text: string?)
 local function read_async(path, done)
   done = vim.schedule_wrap(done)
-  vim.uv.fs_open(path, 'r', 0, function(_, fd)
+  vim.uv.fs_open(path, whole_files.READ_NOW, 0, function(_, fd) -- a FIFO would hold a libuv worker
     if not fd then
       return done(nil)
     end

@@ -361,6 +361,9 @@ local function current(path)
   local info = vim.uv.fs_lstat(path)
   local kind = info and info.type or 'none'
   local data = kind == 'file' and files.read(path) or kind == 'link' and vim.uv.fs_readlink(path) or nil
+  if (kind == 'file' or kind == 'link') and not data then
+    kind = kind .. ' that cannot be read' -- too large, or swapped for a FIFO since the lstat: refused
+  end
   return kind, data, info and info.mode, loaded(path)
 end
 

@@ -27,14 +27,24 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 ABSENT = {"absent": True}
+# A settings file larger than this is refused: every edit re-reads the text (a few KB, usually).
+MAX_BYTES = 1024 * 1024
+# Times an edit starts over when the file changed while it was being made (the CLI saving it).
+ATTEMPTS = 3
+SETTLE_SECONDS = 0.05
 
 
 class Refused(Exception):
     """A one-line reason; nothing was changed."""
+
+
+class Changed(Exception):
+    """The settings file is no longer what the edit was made on: start over."""
 
 
 # --- the text, with where each value is -----------------------------------------------------
@@ -170,8 +180,9 @@ class Doc:
             return [(m[1], m[3].end) for m in container.members]
         return [(item.start, item.end) for item in container.items]
 
-    def insert(self, container: Node, key: str | None, value: Any) -> None:
-        """Add a member (key) or an item (key None) at the end of `container`, in its style."""
+    def insert(self, container: Node, key: str | None, value: Any) -> str | None:
+        """Add a member (key) or an item (key None) at the end of `container`, in its style. An
+        empty container's inside (`{ }`, `[\n]`) is replaced: returned, for `drop` to put back."""
         spans = self.spans(container)
         entries, ends = [span[0] for span in spans], [span[1] for span in spans]
         colon = self.colon(container)
@@ -183,34 +194,38 @@ class Doc:
             inline = "\n" not in lead
             body = self.dump(value, self.indent_at(entries[-1]), inline, colon)
             self.splice(ends[-1], ends[-1], "," + lead + (json.dumps(key) + colon if key is not None else "") + body)
-            return
+            return None
         inline = "\n" not in self.text
         outer = self.indent_at(container.start)
         inner = outer + self.unit
         body = self.dump(value, inner, inline, colon)
         entry = (json.dumps(key) + colon if key is not None else "") + body
         wrapped = entry if inline else self.eol + inner + entry + self.eol + outer
+        inside = self.text[container.start + 1 : container.end - 1]
         self.splice(container.start + 1, container.end - 1, wrapped)
+        return inside
 
-    def drop(self, container: Node, index: int) -> None:
-        """Take out member or item `index` with exactly one separator and its lead."""
+    def drop(self, container: Node, index: int, inside: str = "") -> None:
+        """Take out member or item `index` with exactly one separator and its lead; the last one
+        leaves `inside` (what `insert` replaced, when we emptied what it filled)."""
         spans = self.spans(container)
         if len(spans) == 1:
-            self.splice(container.start + 1, container.end - 1, "")
+            self.splice(container.start + 1, container.end - 1, inside)
         elif index == len(spans) - 1:
             self.splice(spans[index - 1][1], spans[index][1], "")
         else:
             self.splice(spans[index][0], spans[index + 1][0], "")
 
-    def set(self, keys: list[str], value: Any, raw: str | None = None) -> str | None:
-        """Put `value` (or the exact text `raw`) at `keys`; the dotted prefix it created, if any."""
+    def set(self, keys: list[str], value: Any, raw: str | None = None) -> tuple[str | None, str | None]:
+        """Put `value` (or the exact text `raw`) at `keys`; the dotted prefix it created, if any,
+        and the inside of the object it was created in, if that was empty (see `insert`)."""
         chain = self.find(keys)
         if len(chain) == len(keys) + 1:
             node, parent = chain[-1], chain[-2]
             member = next(m for m in parent.members if m[3].start == node.start)
             new = raw if raw is not None else self.dump(value, self.indent_at(member[1]), "\n" not in self.text)
             self.splice(node.start, node.end, new)
-            return None
+            return None, None
         parent = chain[-1]
         if parent.kind != "object":
             raise Refused(f"{'.'.join(keys[: len(chain) - 1])} is not an object: nothing was changed")
@@ -218,12 +233,12 @@ class Doc:
         for key in reversed(keys[len(chain) :]):
             nested = {key: nested}
         key = keys[len(chain) - 1]
-        self.insert(parent, key, nested)
-        return ".".join(keys[: len(chain)])
+        inside = self.insert(parent, key, nested)
+        return ".".join(keys[: len(chain)]), inside
 
-    def remove_key(self, keys: list[str], created: str | None) -> None:
+    def remove_key(self, keys: list[str], created: str | None, inside: str = "") -> None:
         """Take out `keys`, then each object above it left empty, up to `created` (the first
-        key we added there; None: none)."""
+        key we added there; None: none); the object `created` was added to gets back `inside`."""
         depth = len(keys)
         floor = len(created.split(".")) if created else depth
         while depth >= floor:
@@ -234,12 +249,15 @@ class Doc:
             if depth < len(keys) and (node.kind != "object" or node.members):
                 return
             parent = chain[-2]
-            self.drop(parent, [m[3].start for m in parent.members].index(node.start))
+            self.drop(parent, [m[3].start for m in parent.members].index(node.start), inside if depth == floor else "")
             depth -= 1
 
-    def remove_item(self, keys: list[str], value: Any, created: str | None, every: bool) -> bool:
-        """Take `value` out of the list at `keys` (once, or `every` time); a list left empty goes
-        with its emptied parents up to `created`."""
+    def remove_item(
+        self, keys: list[str], value: Any, created: str | None, every: bool, insides: tuple[str, str] = ("", "")
+    ) -> bool:
+        """Take `value` out of the list at `keys` (once, or `every` time); a list left empty gets
+        back its inside, or goes with its emptied parents up to `created` (and the object that was
+        added to gets back its own: `insides`, the list's and that object's)."""
         done = False
         while True:
             chain = self.find(keys)
@@ -249,13 +267,13 @@ class Doc:
             matches = [i for i, item in enumerate(node.items) if self.value(item) == value]
             if not matches:
                 break
-            self.drop(node, matches[-1])
+            self.drop(node, matches[-1], insides[0])
             done = True
             if not every:
                 break
         node = self.find(keys)[-1]
         if done and created and node.kind == "array" and not node.items:
-            self.remove_key(keys, created)
+            self.remove_key(keys, created, insides[1])
         return done
 
 
@@ -293,11 +311,13 @@ def assign(doc: Doc, record: dict[str, Any], name: str, value: Any) -> str | Non
         return None
     chain = doc.find(keys)
     raw = doc.text[chain[-1].start : chain[-1].end] if now != ABSENT else None
-    created = doc.set(keys, value)
+    created, inside = doc.set(keys, value)
     if name in record:  # ours already, set again: what was there before us stays the record
         record[name] = {**entry(record[name], name), "wrote": value}
     else:
         record[name] = {"before": now, "before_text": raw, "wrote": value, "created": created}
+        if inside:
+            record[name]["inside"] = inside
     return f"{name}: {describe(now)} -> {describe(value)}"
 
 
@@ -308,7 +328,7 @@ def unassign(doc: Doc, name: str, recorded: dict[str, Any]) -> str | None:
         return None
     before = recorded["before"]
     if before == ABSENT:
-        doc.remove_key(keys, recorded.get("created"))
+        doc.remove_key(keys, recorded.get("created"), text_of(recorded.get("inside")))
         return f"{name}: {describe(now)} -> (removed)"
     raw = recorded.get("before_text")
     doc.set(keys, before, raw if isinstance(raw, str) and json.loads(raw) == before else None)
@@ -323,20 +343,45 @@ def append(doc: Doc, record: dict[str, Any], name: str, value: Any) -> str | Non
     if now != ABSENT and value in now:
         return None
     if now == ABSENT:
-        created = doc.set(keys, [value])
+        created, inside = doc.set(keys, [value])
+        insides = ["", inside]  # the list is ours; the object it went into had that inside
     else:
         created = None
-        doc.insert(doc.find(keys)[-1], None, value)
+        insides = [doc.insert(doc.find(keys)[-1], None, value), ""]
     record[name + "+"] = {"appended": value, "created": created}
+    if any(insides):
+        record[name + "+"]["insides"] = insides
     return f"{name}: + one entry"
+
+
+def text_of(value: Any) -> str:
+    """An inside the journal kept: whitespace only (a damaged journal's anything else is not ours
+    to put back)."""
+    return value if isinstance(value, str) and not value.strip(" \t\r\n") else ""
+
+
+def insides_of(recorded: dict[str, Any]) -> tuple[str, str]:
+    insides = recorded.get("insides")
+    if not isinstance(insides, list) or len(insides) != 2:
+        return "", ""
+    return text_of(insides[0]), text_of(insides[1])
 
 
 def main(argv: list[str]) -> dict[str, Any]:
     verb, path, journal_path, *wanted = argv
     if verb not in ("enable", "disable"):
         raise Refused(f"unknown verb {verb!r}")
+    for _ in range(ATTEMPTS):
+        try:
+            return edit(verb, path, journal_path, wanted)
+        except Changed:
+            continue
+    raise Refused(f"{path} kept changing while it was being edited (is a CLI saving it?): nothing was changed")
+
+
+def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str, Any]:
     target = os.path.realpath(path) if os.path.islink(path) else path
-    original = read_settings(path, target)
+    original, seen = read_settings(path, target)
     doc = Doc(original)
     journal, journal_text, damaged = read_journal(journal_path)
     if damaged and verb == "enable":
@@ -352,7 +397,7 @@ def main(argv: list[str]) -> dict[str, Any]:
             del record[name]
             if name.endswith("+"):
                 got = entry(recorded, name[:-1])
-                done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], every=False)
+                done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], False, insides_of(got))
                 changed.append(f"{name[:-1]}: - one entry" if done else None)
             else:
                 changed.append(unassign(doc, name, entry(recorded, name)))
@@ -377,7 +422,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         journal.pop(path, None)
     if changes:
         json.loads(doc.text)  # our edit is JSON, or nothing is written
-        commit(path, target, doc.text, journal_path, journal, journal_text, damaged)
+        commit(path, target, seen, doc.text, journal_path, journal, journal_text, damaged)
     out: dict[str, Any] = {"changes": changes}
     if damaged:
         out["warning"] = f"{damaged}; removed what is recognisable as ours"
@@ -406,11 +451,25 @@ def yours(where: str, st: os.stat_result) -> None:
         )
 
 
-def read_settings(path: str, target: str) -> str:
-    """The settings text, after the checks that make writing it the user's own act."""
+def identity(st: os.stat_result | None) -> tuple[int, ...] | None:
+    """What tells one version of a file from the next (None: no file)."""
+    return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def current(target: str) -> tuple[int, ...] | None:
+    try:
+        return identity(os.stat(target))
+    except FileNotFoundError:
+        return None
+
+
+def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
+    """The settings text, after the checks that make writing it the user's own act, and the
+    identity of the version read (the edit is written only over that version)."""
     where = path if target == path else f"{path} (a link to {target})"
     try:
-        st = os.stat(target)
+        # Never waits: a FIFO would for a writer (and is refused below, as any non-regular file).
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         if target != path:
             raise Refused(f"{where} points at nothing: nothing was changed") from None
@@ -418,24 +477,49 @@ def read_settings(path: str, target: str) -> str:
         while not os.path.isdir(ancestor) and ancestor != os.path.dirname(ancestor):
             ancestor = os.path.dirname(ancestor)
         yours(ancestor, os.stat(ancestor))
-        return ""
-    if not stat.S_ISREG(st.st_mode):
-        raise Refused(f"{where} is not a regular file: nothing was changed")
-    yours(where, st)
-    if not st.st_mode & stat.S_IWUSR:
-        raise Refused(f"{where} is read-only: nothing was changed")
-    with open(target, "rb") as f:
-        data = f.read()
+        return "", None
     try:
-        text = data.decode("utf-8")
-        value = json.loads(text, parse_constant=no_constant) if text.strip() else {}
+        st = os.fstat(fd)  # the file opened is the one judged and read
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{where} is not a regular file: nothing was changed")
+        yours(where, st)
+        if not st.st_mode & stat.S_IWUSR:
+            raise Refused(f"{where} is read-only: nothing was changed")
+        if st.st_size > MAX_BYTES:
+            raise Refused(f"{where} is larger than {MAX_BYTES // 1024 // 1024} MiB: nothing was changed")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        seen = identity(os.fstat(fd))
+    finally:
+        os.close(fd)
+    if seen != identity(st) or len(data) != st.st_size:
+        raise Changed  # written to while it was read: a CLI truncates, then writes
+    try:
+        text, value = parse_settings(data)
     except ValueError:
+        settled(target, seen)  # half written, perhaps: if so, read again
         raise Refused(f"{path} is not plain JSON (comments?): nothing was changed") from None
     except RecursionError:
         raise Refused(f"{path} is nested too deeply: nothing was changed") from None
+    if not text.strip():
+        settled(target, seen)  # emptied by a save that is still writing, perhaps
     if text.strip() and not isinstance(value, dict):
         raise Refused(f"{path} does not hold a JSON object: nothing was changed")
-    return text
+    return text, seen
+
+
+def parse_settings(data: bytes) -> tuple[str, Any]:
+    text = data.decode("utf-8")
+    return text, json.loads(text, parse_constant=no_constant) if text.strip() else {}
+
+
+def settled(target: str, seen: tuple[int, ...] | None) -> None:
+    """Changed unless the file stays as it was read for a moment: a save that truncates and then
+    writes (the CLIs') can be read in between, empty or cut short. (The modification time moves in
+    ticks of a few ms: within one, identity alone cannot tell.)"""
+    time.sleep(SETTLE_SECONDS)
+    if current(target) != seen:
+        raise Changed
 
 
 def no_constant(name: str) -> None:
@@ -481,13 +565,17 @@ def replace(path: str, data: bytes, mode: int, group: int | None = None) -> None
 def commit(
     path: str,
     target: str,
+    seen: tuple[int, ...] | None,
     text: str,
     journal_path: str,
     journal: dict[str, Any],
     journal_before: bytes | None,
     damaged: str | None,
 ) -> None:
-    """The journal first, then the settings; the journal is put back if the settings fail."""
+    """The journal first, then the settings, only over the version the edit was made on; the
+    journal is put back if the settings fail or changed meanwhile."""
+    if current(target) != seen:
+        raise Changed
     if not damaged:
         try:
             os.makedirs(os.path.dirname(journal_path), mode=0o700, exist_ok=True)
@@ -503,8 +591,10 @@ def commit(
             st: os.stat_result | None = os.stat(target)
         except FileNotFoundError:
             st = None
+        if identity(st) != seen:  # saved by someone else since it was read: theirs stays
+            raise Changed
         replace(target, text.encode("utf-8"), st.st_mode & 0o7777 if st else 0o600, st.st_gid if st else None)
-    except OSError as e:
+    except (OSError, Changed) as e:
         if not damaged:
             try:
                 if journal_before is None:
@@ -513,6 +603,8 @@ def commit(
                     replace(journal_path, journal_before, 0o600)
             except OSError:
                 pass
+        if isinstance(e, Changed):
+            raise
         raise Refused(f"cannot write {target} ({e.strerror}): nothing was changed") from None
 
 
