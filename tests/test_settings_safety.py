@@ -481,6 +481,31 @@ def test_a_settings_file_that_is_no_file_or_is_huge_never_holds_neovim(editor_fa
     assert settings.is_symlink() if kind == "link to a device" else not settings.is_symlink()
 
 
+def test_an_agent_with_its_own_gemini_home_gets_its_own_settings_file(editor_factory, sandbox):
+    """An agent whose environment sets GEMINI_CLI_HOME reads the settings there: that file is the one
+    asked about, written and taken back; the user's own is not touched for it."""
+    fake = sandbox.base / "bin" / "gemini"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.chmod(0o755)
+    work = sandbox.base / "work"
+    theirs = work / ".gemini" / "settings.json"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text('{\n  "theme": "work"\n}\n')
+    users = sandbox.home / ".gemini" / "settings.json"
+    users.parent.mkdir(parents=True)
+    users.write_text('{"theme": "home"}\n')
+    agents = {"work": {"cmd": [str(fake)], "env": {"GEMINI_CLI_HOME": str(work)}}}
+    ed = editor_factory({"cli_settings": "auto", "agents": agents})
+    ed.wait_state("running")
+    ed.nvim.command("Gemini work")
+    assert json.loads(theirs.read_text())["ide"]["enabled"] is True
+    assert users.read_text() == '{"theme": "home"}\n'
+    ed.nvim.command("GeminiCompanion disable-cli gemini")
+    assert theirs.read_text() == '{\n  "theme": "work"\n}\n'
+    assert users.read_text() == '{"theme": "home"}\n'
+
+
 def test_ask_without_a_ui_is_no_and_says_how_in_one_line(editor_factory):
     ed = editor_factory({"cli_settings": "ask"})
     path = gemini_settings_path(ed)

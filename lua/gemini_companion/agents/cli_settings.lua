@@ -62,8 +62,8 @@ end
 --- The wanted keys the file does not hold as wanted, and our stale hook entries (sorted).
 ---@param cli 'gemini'|'qwen'
 ---@return string[]
-function M.missing(cli)
-  local settings, want = json_file.read(M.path(cli)) or {}, M.wanted(cli)
+function M.missing(cli, agent_env)
+  local settings, want = json_file.read(M.path(cli, agent_env)) or {}, M.wanted(cli)
   local missing = vim.tbl_keys(stale_hooks(settings, want))
   for name, value in pairs(want) do
     local now = vim.tbl_get(settings, unpack(vim.split(name:gsub('%+$', ''), '.', { plain = true })))
@@ -94,11 +94,36 @@ function M.home(cli, agent_env)
   return (home and home ~= '') and home or (vim.env.HOME .. '/.qwen')
 end
 
---- The user settings file the CLI reads.
+--- The user settings file the CLI reads (an agent's own, when its environment names its folder).
 ---@param cli 'gemini'|'qwen'
+---@param agent_env? table<string, string>
 ---@return string
-function M.path(cli)
-  return M.home(cli) .. '/settings.json'
+function M.path(cli, agent_env)
+  return M.home(cli, agent_env) .. '/settings.json'
+end
+
+--- Every settings file the plugin may start `cli` with: the user's, and those of configured agents
+--- of that CLI whose environment names their own folder. Each with the environment that names it.
+---@param cli 'gemini'|'qwen'
+---@return {path: string, env: table<string, string>?}[]
+function M.settings_files(cli)
+  local found = { { path = M.path(cli), env = nil } }
+  local agents = require('gemini_companion.config').options.agents or {}
+  local names = vim.tbl_keys(agents)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local spec = agents[name]
+    local path = type(spec) == 'table'
+      and type(spec.cmd) == 'table'
+      and M.cli_of(name, spec.cmd) == cli
+      and M.path(cli, spec.env)
+    if path and not vim.iter(found):any(function(f)
+      return f.path == path
+    end) then
+      table.insert(found, { path = path, env = spec.env })
+    end
+  end
+  return found
 end
 
 ---@return string
@@ -106,33 +131,38 @@ local function journal_path()
   return vim.fn.stdpath('state') .. '/gemini-companion/cli-settings.json'
 end
 
---- The user said No to the question before `:Gemini` (asked once).
+--- The user said No to the question before `:Gemini` (asked once per settings file).
 ---@param cli string
+---@param agent_env? table<string, string>
 ---@return string
-local function declined_path(cli)
-  return vim.fn.stdpath('state') .. '/gemini-companion/declined-' .. cli
+local function declined_path(cli, agent_env)
+  local path = M.path(cli, agent_env)
+  local own = path ~= M.path(cli) and ('-' .. vim.fn.sha256(path):sub(1, 16)) or '' -- an agent's own
+  return vim.fn.stdpath('state') .. '/gemini-companion/declined-' .. cli .. own
 end
 
 --- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
 ---@param verb 'enable'|'disable'
 ---@param cli 'gemini'|'qwen'
 ---@param only_hooks? boolean enable: only the hook entries (the rest stays as the user has it)
+---@param agent_env? table<string, string> an agent's own environment (its own settings file)
 ---@return string[]? changes, string? error
-local function edit(verb, cli, only_hooks)
+local function edit(verb, cli, only_hooks, agent_env)
+  local path = M.path(cli, agent_env)
   local host = require('gemini_companion.host')
   local python = host.python()
   if vim.fn.executable(python) == 0 then
     python = 'python3' -- the script needs the standard library only
   end
   local script = host.plugin .. '/programs/settings_edit.py'
-  local argv = { python, script, verb, M.path(cli), journal_path() }
+  local argv = { python, script, verb, path, journal_path() }
   local want = verb == 'enable' and M.wanted(cli) or {}
   if only_hooks then
     for name in pairs(want) do
       want[name] = vim.startswith(name, 'hooks.') and want[name] or nil
     end
   end
-  local settings = json_file.read(M.path(cli)) or {}
+  local settings = json_file.read(path) or {}
   for name, items in pairs(stale_hooks(settings, want)) do
     for _, item in ipairs(items) do -- first: the list may then take the new entry
       table.insert(argv, name .. '=' .. vim.json.encode(item))
@@ -158,7 +188,12 @@ local function edit(verb, cli, only_hooks)
   local decoded, out = pcall(vim.json.decode, ok and result.stdout or '')
   if not decoded or type(out) ~= 'table' then
     local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
-    return nil, ('cannot edit %s: %s'):format(M.path(cli), why[#why])
+    if ok and result.code == 124 then
+      why = { 'no answer in 10 s: nothing was changed' }
+    elseif ok and (result.signal or 0) ~= 0 then
+      why = { ('stopped (signal %d)'):format(result.signal) }
+    end
+    return nil, ('cannot edit %s: %s'):format(path, why[#why] or ('exit code %d'):format(result.code))
   end
   if out.error then
     return nil, out.error
@@ -172,9 +207,10 @@ end
 --- `ide.enabled` in the CLI's user settings: true, false (the user turned it off: `/ide
 --- disable` writes that), or nil (not set, or the file cannot be read).
 ---@param cli 'gemini'|'qwen'
+---@param agent_env? table<string, string>
 ---@return boolean?
-function M.ide_enabled(cli)
-  local settings = json_file.read(M.path(cli))
+function M.ide_enabled(cli, agent_env)
+  local settings = json_file.read(M.path(cli, agent_env))
   local ide = settings and settings.ide
   if type(ide) == 'table' and type(ide.enabled) == 'boolean' then
     return ide.enabled
@@ -184,9 +220,10 @@ end
 --- Turn IDE mode on (and register the tools) in the CLI's user settings; returns what changed
 --- (one line each).
 ---@param cli 'gemini'|'qwen'
+---@param agent_env? table<string, string>
 ---@return string[]? changes, string? error
-function M.enable(cli)
-  return edit('enable', cli)
+function M.enable(cli, agent_env)
+  return edit('enable', cli, false, agent_env)
 end
 
 --- Hook entries an earlier version wrote ran what a project's `.env` said, outside Neovim too, or
@@ -217,9 +254,10 @@ end
 
 --- Take back exactly what `enable` wrote; returns what changed.
 ---@param cli 'gemini'|'qwen'
+---@param agent_env? table<string, string>
 ---@return string[]? changes, string? error
-function M.disable(cli)
-  return edit('disable', cli)
+function M.disable(cli, agent_env)
+  return edit('disable', cli, false, agent_env)
 end
 
 --- Does Gemini CLI trust `dir` (it starts no MCP server and runs no hooks in an untrusted
@@ -290,13 +328,15 @@ local function yes(question)
 end
 
 ---@param cli string
+---@param agent_env? table<string, string>
 ---@param declined? boolean
-local function remember_decline(cli, declined)
+local function remember_decline(cli, agent_env, declined)
+  local path = declined_path(cli, agent_env)
   if declined then
-    vim.fn.mkdir(vim.fs.dirname(declined_path(cli)), 'p')
-    vim.fn.writefile({}, declined_path(cli))
+    vim.fn.mkdir(vim.fs.dirname(path), 'p')
+    vim.fn.writefile({}, path)
   else
-    vim.uv.fs_unlink(declined_path(cli))
+    vim.uv.fs_unlink(path)
   end
 end
 
@@ -305,20 +345,21 @@ end
 --- 'never'. A user's own `ide.enabled: false` is never overwritten here.
 ---@param cli 'gemini'|'qwen'|nil
 ---@param mode 'ask'|'auto'|'never'
-function M.before_start(cli, mode)
+---@param agent_env? table<string, string> the agent's own environment: it may name its own folder
+function M.before_start(cli, mode, agent_env)
   if cli ~= 'gemini' or mode == 'never' then
     return -- Qwen: IDE mode comes with the session's defaults file
   end
-  local missing = M.missing(cli)
+  local missing = M.missing(cli, agent_env)
   if #missing == 0 then
     return
   end
-  local path = vim.fn.fnamemodify(M.path(cli), ':~')
-  if M.ide_enabled(cli) == false then
+  local path = vim.fn.fnamemodify(M.path(cli, agent_env), ':~')
+  if M.ide_enabled(cli, agent_env) == false then
     return message.brief(('IDE mode is off in %s: /ide enable in the CLI turns it on'):format(path), 'warn')
   end
   if mode == 'ask' then
-    if vim.uv.fs_stat(declined_path(cli)) then
+    if vim.uv.fs_stat(declined_path(cli, agent_env)) then
       return
     end
     local question = (
@@ -327,7 +368,7 @@ function M.before_start(cli, mode)
     ):format(path, table.concat(missing, ', '))
     local answer = yes(question)
     if not answer then
-      remember_decline(cli, answer == false or nil) -- no UI is no answer: asked again next time
+      remember_decline(cli, agent_env, answer == false or nil) -- no UI is no answer: asked again next time
       local said = 'not changed; later: :GeminiCompanion enable-cli gemini'
       if answer == nil then
         return message.notify(said) -- nothing on screen: the whole line, in :messages
@@ -335,8 +376,8 @@ function M.before_start(cli, mode)
       return message.brief(said)
     end
   end
-  remember_decline(cli, nil)
-  local changes, err = M.enable(cli)
+  remember_decline(cli, agent_env, nil)
+  local changes, err = M.enable(cli, agent_env)
   if not changes then
     return message.brief(err or '?', 'error')
   end
@@ -366,7 +407,8 @@ local function still_held(cli)
   end
 end
 
---- `:GeminiCompanion enable-cli|disable-cli [cli]`
+--- `:GeminiCompanion enable-cli|disable-cli [cli]`: each settings file the plugin may start that
+--- CLI with (the user's, and configured agents' own).
 ---@param verb 'enable'|'disable'
 ---@param cli? string
 function M.command(verb, cli)
@@ -374,25 +416,29 @@ function M.command(verb, cli)
     if not vim.tbl_contains(M.clis, name) then
       return message.notify(('unknown CLI %q (gemini, qwen)'):format(name), 'error')
     end
-    if
-      verb == 'enable'
-      and M.ide_enabled(name) == false
-      and not yes(('%s: you turned IDE mode off. Turn it on?'):format(M.path(name)))
-    then
-      message.notify(('%s: left as it is (ide.enabled: false)'):format(M.path(name)))
-    else
-      remember_decline(name, nil)
-      local changes, err = M[verb](name)
-      if not changes then
-        message.notify(err or '?', 'error')
-      elseif #changes == 0 then
-        message.notify(('%s: nothing to change'):format(M.path(name)))
+    local took_back = false
+    for _, file in ipairs(M.settings_files(name)) do
+      if
+        verb == 'enable'
+        and M.ide_enabled(name, file.env) == false
+        and not yes(('%s: you turned IDE mode off. Turn it on?'):format(file.path))
+      then
+        message.notify(('%s: left as it is (ide.enabled: false)'):format(file.path))
       else
-        message.notify(('%s: %s'):format(M.path(name), table.concat(changes, ', ')))
-        if verb == 'disable' then
-          still_held(name)
+        remember_decline(name, file.env, nil)
+        local changes, err = M[verb](name, file.env)
+        if not changes then
+          message.notify(err or '?', 'error')
+        elseif #changes == 0 then
+          message.notify(('%s: nothing to change'):format(file.path))
+        else
+          message.notify(('%s: %s'):format(file.path, table.concat(changes, ', ')))
+          took_back = took_back or verb == 'disable'
         end
       end
+    end
+    if took_back then
+      still_held(name)
     end
   end
 end

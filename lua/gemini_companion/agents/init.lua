@@ -160,7 +160,7 @@ local function start(name, args)
     return nil, ('%s: %s is not on PATH'):format(name, cmd[1])
   end
   local cli_settings = require('gemini_companion.agents.cli_settings')
-  cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings)
+  cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings, agent_spec.env)
   local provider = agent_spec.provider or config.options.terminal.provider
   local agent = {
     name = name,
