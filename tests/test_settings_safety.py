@@ -205,6 +205,45 @@ def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch):
     assert settings.read_text() == enabled and json.loads(journal.read_text())  # the record kept
 
 
+def test_a_save_while_the_edit_is_being_written_is_kept(tmp_path, monkeypatch):
+    """The last look is taken after the slow part of the write (fsync), just before the rename."""
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
+    settings.write_text(USERS)
+    fsync = os.fsync
+    saves = [USERS.replace("Dracula", "Nord")]
+
+    def the_cli_saves_meanwhile(fd: int) -> None:
+        fsync(fd)
+        if saves and Path(os.readlink(f"/proc/self/fd/{fd}")).parent == tmp_path:  # not the journal's
+            settings.write_text(saves.pop())
+
+    monkeypatch.setattr(settings_edit.os, "fsync", the_cli_saves_meanwhile)
+    settings_edit.main(["enable", str(settings), str(journal), "ide.enabled=true"])
+    assert json.loads(settings.read_text()) == {**json.loads(USERS), "theme": "Nord", "ide": {"enabled": True}}
+    assert not saves
+
+
+def test_a_link_pointed_elsewhere_meanwhile_is_edited_where_it_points_now(tmp_path, monkeypatch):
+    """A dotfile manager switching the link between the read and the write: the file the CLI will
+    read is the one edited; the one it no longer reads is left as it was."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(USERS)
+    new.write_text(USERS.replace("Dracula", "Nord"))
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.symlink_to(old)
+    read_journal = settings_edit.read_journal
+
+    def switched(path: str) -> Any:
+        if settings.readlink() == old:
+            settings.unlink()
+            settings.symlink_to(new)
+        return read_journal(path)
+
+    monkeypatch.setattr(settings_edit, "read_journal", switched)
+    settings_edit.main(["enable", str(settings), str(journal), "ide.enabled=true"])
+    assert old.read_text() == USERS and json.loads(new.read_text())["ide"] == {"enabled": True}
+
+
 # --- links, owners, modes ---------------------------------------------------------------------
 
 
@@ -476,26 +515,31 @@ def test_a_settings_file_that_is_no_file_or_is_huge_never_holds_neovim(editor_fa
     said = str(refused.value)
     assert "\n" not in said and said.endswith("nothing was changed"), said
     assert ("not a regular file" if before is None else "larger than 1 MiB") in said
-    ed.nvim.command("checkhealth gemini_companion")  # reads it too
+    ed.nvim.command("checkhealth gemini_companion")  # reads it too, and says why it cannot
+    report = ed.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
+    assert f"{settings} cannot be read" in report, report
     assert before is None or settings.read_bytes() == before
     assert settings.is_symlink() if kind == "link to a device" else not settings.is_symlink()
 
 
-def test_an_agent_with_its_own_gemini_home_gets_its_own_settings_file(editor_factory, sandbox):
-    """An agent whose environment sets GEMINI_CLI_HOME reads the settings there: that file is the one
-    asked about, written and taken back; the user's own is not touched for it."""
+@pytest.mark.parametrize("named_by", ["GEMINI_CLI_HOME", "HOME", "a relative GEMINI_CLI_HOME"])
+def test_an_agent_with_its_own_gemini_home_gets_its_own_settings_file(editor_factory, sandbox, named_by):
+    """An agent whose environment names another folder (GEMINI_CLI_HOME, or HOME: the CLI's own
+    lookup) reads the settings there: that file is the one asked about, written and taken back; the
+    user's own is not touched for it. A relative one is taken from where the agent starts."""
     fake = sandbox.base / "bin" / "gemini"
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\nsleep 60\n")
     fake.chmod(0o755)
-    work = sandbox.base / "work"
+    work = sandbox.project / "work" if named_by.startswith("a relative") else sandbox.base / "work"
     theirs = work / ".gemini" / "settings.json"
     theirs.parent.mkdir(parents=True)
     theirs.write_text('{\n  "theme": "work"\n}\n')
     users = sandbox.home / ".gemini" / "settings.json"
     users.parent.mkdir(parents=True)
     users.write_text('{"theme": "home"}\n')
-    agents = {"work": {"cmd": [str(fake)], "env": {"GEMINI_CLI_HOME": str(work)}}}
+    env = {named_by: str(work)} if named_by != "a relative GEMINI_CLI_HOME" else {"GEMINI_CLI_HOME": "work"}
+    agents = {"work": {"cmd": [str(fake)], "env": env}}
     ed = editor_factory({"cli_settings": "auto", "agents": agents})
     ed.wait_state("running")
     ed.nvim.command("Gemini work")

@@ -178,7 +178,12 @@ local function check_agents()
   end
   local enabled = cli_settings.ide_enabled('gemini')
   local path = cli_settings.path('gemini')
-  if enabled == true then
+  local _, unreadable = require('gemini_companion.json_file').text(path)
+  if unreadable then
+    health.error(('Gemini CLI: %s cannot be read (%s)'):format(path, unreadable), {
+      'a regular file under 1 MiB: the plugin reads it and enable-cli edits it',
+    })
+  elseif enabled == true then
     health.ok(('Gemini CLI: IDE mode on in %s'):format(path))
   elseif enabled == false then
     health.warn(('Gemini CLI: you turned IDE mode off in %s (ide.enabled: false)'):format(path), {

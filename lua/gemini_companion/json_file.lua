@@ -9,8 +9,8 @@ local MAX_BYTES = 1024 * 1024
 ---@param path string
 ---@return table? value, string? error
 function M.read(path)
-  local text, why = require('gemini_companion.files').read(path, MAX_BYTES)
-  if not text and why and not vim.startswith(why, 'ENOENT') and not vim.startswith(why, 'ENOTDIR') then
+  local text, why = M.text(path)
+  if why then
     return nil, ('%s cannot be read (%s): nothing was changed'):format(path, why)
   end
   if not text or vim.trim(text) == '' then
@@ -21,6 +21,17 @@ function M.read(path)
     return nil, ('%s is not plain JSON (comments?): nothing was changed'):format(path)
   end
   return value
+end
+
+--- The file's text (nil when it does not exist), or nil and why it cannot be read.
+---@param path string
+---@return string? text, string? why
+function M.text(path)
+  local text, why = require('gemini_companion.files').read(path, MAX_BYTES)
+  if not text and why and not vim.startswith(why, 'ENOENT') and not vim.startswith(why, 'ENOTDIR') then
+    return nil, why
+  end
+  return text
 end
 
 return M

@@ -81,17 +81,22 @@ function M.missing(cli, agent_env)
 end
 
 --- The CLI's own folder: its variable (from `agent_env` first, else Neovim's) when set, else
---- ~/.gemini or ~/.qwen (GEMINI_CLI_HOME replaces the home the `.gemini` folder is in).
+--- ~/.gemini or ~/.qwen (GEMINI_CLI_HOME replaces the home the `.gemini` folder is in; an agent's
+--- HOME is its home too). Absolute: a relative one is taken from Neovim's working directory.
 ---@param cli 'gemini'|'qwen'
 ---@param agent_env? table<string, string> an agent's own environment
 ---@return string
 function M.home(cli, agent_env)
+  agent_env = agent_env or {}
   local name = cli == 'gemini' and env.gemini_home or env.qwen_home
-  local home = (agent_env or {})[name] or vim.env[name]
+  local home = agent_env[name] or vim.env[name]
+  local user_home = agent_env.HOME or vim.env.HOME -- the CLIs' os.homedir()
   if cli == 'gemini' then
-    return ((home and home ~= '') and home or vim.env.HOME) .. '/.gemini'
+    home = ((home and home ~= '') and home or user_home) .. '/.gemini'
+  else
+    home = (home and home ~= '') and home or (user_home .. '/.qwen')
   end
-  return (home and home ~= '') and home or (vim.env.HOME .. '/.qwen')
+  return (vim.fn.fnamemodify(home, ':p'):gsub('/$', '')) -- relative: from where the CLI starts
 end
 
 --- The user settings file the CLI reads (an agent's own, when its environment names its folder).
@@ -189,7 +194,7 @@ local function edit(verb, cli, only_hooks, agent_env)
   if not decoded or type(out) ~= 'table' then
     local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
     if ok and result.code == 124 then
-      why = { 'no answer in 10 s: nothing was changed' }
+      why = { 'no answer in 10 s (stopped: perhaps partly written; disable-cli takes it back)' }
     elseif ok and (result.signal or 0) ~= 0 then
       why = { ('stopped (signal %d)'):format(result.signal) }
     end

@@ -28,6 +28,7 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -473,7 +474,7 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
     except FileNotFoundError:
         if target != path:
             raise Refused(f"{where} points at nothing: nothing was changed") from None
-        ancestor = os.path.dirname(target)
+        ancestor = os.path.dirname(os.path.abspath(target))
         while not os.path.isdir(ancestor) and ancestor != os.path.dirname(ancestor):
             ancestor = os.path.dirname(ancestor)
         yours(ancestor, os.stat(ancestor))
@@ -544,8 +545,11 @@ def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
     return value, data, None
 
 
-def replace(path: str, data: bytes, mode: int, group: int | None = None) -> None:
-    """Write `data` beside `path`, with `mode` (and `group`), and rename it into place."""
+def replace(
+    path: str, data: bytes, mode: int, group: int | None = None, still: Callable[[], None] = lambda: None
+) -> None:
+    """Write `data` beside `path`, with `mode` (and `group`), and rename it into place; `still`
+    raises when `path` should no longer be replaced (checked last, after the slow part)."""
     directory = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
     try:
@@ -556,6 +560,7 @@ def replace(path: str, data: bytes, mode: int, group: int | None = None) -> None
                 os.fchown(f.fileno(), -1, group)
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
+        still()
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -574,8 +579,13 @@ def commit(
 ) -> None:
     """The journal first, then the settings, only over the version the edit was made on; the
     journal is put back if the settings fail or changed meanwhile."""
-    if current(target) != seen:
-        raise Changed
+
+    def unchanged() -> None:
+        # Saved by someone else since it was read (theirs stays), or a link now pointing elsewhere.
+        if current(target) != seen or (target != path and os.path.realpath(path) != target):
+            raise Changed
+
+    unchanged()
     if not damaged:
         try:
             os.makedirs(os.path.dirname(journal_path), mode=0o700, exist_ok=True)
@@ -591,9 +601,9 @@ def commit(
             st: os.stat_result | None = os.stat(target)
         except FileNotFoundError:
             st = None
-        if identity(st) != seen:  # saved by someone else since it was read: theirs stays
-            raise Changed
-        replace(target, text.encode("utf-8"), st.st_mode & 0o7777 if st else 0o600, st.st_gid if st else None)
+        replace(
+            target, text.encode("utf-8"), st.st_mode & 0o7777 if st else 0o600, st.st_gid if st else None, unchanged
+        )
     except (OSError, Changed) as e:
         if not damaged:
             try:
