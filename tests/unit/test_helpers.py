@@ -304,3 +304,49 @@ def test_an_agent_gets_its_own_files_tokens_and_label(tmp_path, monkeypatch):
     assert registry.identify(b"Bearer " + qwen_token.encode()) is None  # re-registered: old tokens are void
     registry.unregister("qwen")
     assert not gemini_file.exists() and not qwen_file.exists()
+
+
+def test_settings_spans_agree_with_json_on_any_text():
+    """settings_edit.parse reads where each value is (edits splice there): every span it gives
+    holds what json.loads reads at that place, for any spacing, escapes and nesting."""
+    from gemini_companion.programs import settings_edit
+
+    rng = random.Random(11)
+    spaces = [" ", "\t", "\n", "\r\n", "", "  ", "\n\n"]
+    words = ["a", "ide", "k\\ey", 'q"uote', "é", "\u2028", "\x01", "💥", "\\u0041", "", "a/b"]
+
+    def space() -> str:
+        return rng.choice(spaces)
+
+    def string() -> str:
+        return json.dumps(rng.choice(words), ensure_ascii=rng.random() < 0.5)
+
+    def value(depth: int) -> str:
+        roll = rng.random()
+        if depth > 4 or roll < 0.35:
+            return rng.choice(["1", "-0.5e+3", "true", "false", "null", "12345678901234567890", "0", string()])
+        parts = [value(depth + 1) for _ in range(rng.randint(0, 4))]
+        if roll < 0.7:
+            parts = [string() + space() + ":" + space() + part for part in parts]
+            return "{" + space() + ("," + space()).join(parts) + space() + "}"
+        return "[" + space() + ("," + space()).join(parts) + space() + "]"
+
+    def read(text: str) -> Any:  # objects as lists of pairs: duplicate keys each keep their value
+        return json.loads(text, object_pairs_hook=list)
+
+    def agrees(text: str, node: settings_edit.Node, expected: Any) -> None:
+        assert read(text[node.start : node.end]) == expected
+        if node.kind == "object":
+            assert [(key, read(text[child.start : child.end])) for key, _, _, child in node.members] == expected
+            for (key, key_start, key_end, child), (_, item) in zip(node.members, expected, strict=True):
+                assert json.loads(text[key_start:key_end]) == key
+                agrees(text, child, item)
+        elif node.kind == "array":
+            for child, item in zip(node.items, expected, strict=True):
+                agrees(text, child, item)
+
+    for _ in range(3000):
+        text = space() + value(0) + space()
+        if not text.strip().startswith("{"):
+            continue
+        agrees(text, settings_edit.parse(text), read(text))

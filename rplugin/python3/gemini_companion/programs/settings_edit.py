@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -60,23 +61,32 @@ class Node:
     items: list[Node] = field(default_factory=list)
 
 
+SPACE = re.compile(r"[ \t\r\n]*")
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+SCALAR = re.compile(r"[^ \t\r\n,\]}]*")
+
+
+def end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    found = pattern.match(text, pos)
+    return found.end() if found else pos
+
+
 def parse(text: str) -> Node:
-    """Spans of an already validated JSON text (json.loads accepted it)."""
+    """Spans of an already validated JSON text (json.loads accepted it). Scanned by regular
+    expressions, not a character at a time: a 1 MB file is read in a fraction of a second."""
     pos = 0
 
     def skip() -> None:
         nonlocal pos
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
+        pos = end_of(SPACE, text, pos)
 
     def string() -> str:
         nonlocal pos
-        start = pos
-        pos += 1
-        while text[pos] != '"':
-            pos += 2 if text[pos] == "\\" else 1
-        pos += 1
-        decoded: str = json.loads(text[start:pos])
+        found = STRING.match(text, pos)
+        assert found is not None  # validated JSON: a string starts here
+        pos = found.end()
+        raw = found.group()
+        decoded: str = json.loads(raw) if "\\" in raw else raw[1:-1]
         return decoded
 
     def value() -> Node:
@@ -112,8 +122,7 @@ def parse(text: str) -> Node:
             string()
             return Node(start, pos, "scalar")
         else:
-            while pos < len(text) and text[pos] not in " \t\r\n,]}":
-                pos += 1
+            pos = end_of(SCALAR, text, pos)
             return Node(start, pos, "scalar")
         pos += 1
         node.end = pos
@@ -127,6 +136,7 @@ class Doc:
 
     def __init__(self, text: str) -> None:
         self.text = text if text.strip() else "{}" + ("\n" if not text else text)
+        self._parsed: tuple[str, Node] | None = None  # the spans of the text as it last was
         self.eol = "\r\n" if "\r\n" in self.text else "\n"
         self.unit = self._unit()
 
@@ -138,7 +148,9 @@ class Doc:
         return min(found, key=len) if found else "  "
 
     def root(self) -> Node:
-        return parse(self.text)
+        if self._parsed is None or self._parsed[0] is not self.text:
+            self._parsed = (self.text, parse(self.text))
+        return self._parsed[1]
 
     def splice(self, start: int, end: int, new: str) -> None:
         self.text = self.text[:start] + new + self.text[end:]
@@ -596,7 +608,7 @@ def commit(
             ) from None
     try:
         if target == path:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
         try:
             st: os.stat_result | None = os.stat(target)
         except FileNotFoundError:
