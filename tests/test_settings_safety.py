@@ -271,6 +271,17 @@ def test_a_stow_style_link_is_edited_through_and_stays_a_link(tmp_path):
     assert link.is_symlink() and snapshot(target) == before
 
 
+def test_a_hard_linked_file_is_refused_and_stays_one_file(tmp_path):
+    """Replacing it would leave the other name (a dotfiles checkout, say) with the old bytes."""
+    dotfiles = tmp_path / "dotfiles-settings.json"
+    dotfiles.write_text('{"theme": "x"}\n')
+    settings = tmp_path / "settings.json"
+    os.link(dotfiles, settings)
+    out = edit("enable", settings, tmp_path / "journal.json", *WANT)
+    refused(out, "2 hard links", "nothing was changed")
+    assert settings.stat().st_ino == dotfiles.stat().st_ino and settings.read_text() == '{"theme": "x"}\n'
+
+
 def test_a_linked_directory_and_a_chain_of_links_are_followed(tmp_path):
     real = tmp_path / "store" / "abc-home-manager-files" / ".gemini"
     real.mkdir(parents=True)

@@ -498,6 +498,11 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
         yours(where, st)
         if not st.st_mode & stat.S_IWUSR:
             raise Refused(f"{where} is read-only: nothing was changed")
+        if st.st_nlink > 1:  # a new file renamed into place would leave the other names behind
+            raise Refused(
+                f"{where} has {st.st_nlink} hard links, which a rewrite would split (a symlink is kept):"
+                " nothing was changed"
+            )
         if st.st_size > MAX_BYTES:
             raise Refused(f"{where} is larger than {MAX_BYTES // 1024 // 1024} MiB: nothing was changed")
         with os.fdopen(os.dup(fd), "rb") as f:
