@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pynvim
 import pytest
 
 from conftest import NODE_DIR, PYLSP, PYLSP_BIN, TIMEOUT, Editor, NodeClient, client_env, wait_for
@@ -95,6 +97,30 @@ def test_host_death_orphans_the_proposal_and_bang_writes_it(review, project):
     wait_for(lambda: review.closed(target), what="the orphaned review to close")
     assert target.read_bytes() == b"mine\n", "written as the user's own write"
     assert tabs(editor) == 1
+
+
+@pytest.mark.parametrize("becomes", ["a link out of the workspace", "fifo"])
+def test_an_orphan_is_never_written_through_what_took_its_files_place(review, project, tmp_path, becomes):
+    """:GeminiAccept! writes the file that was reviewed: a link swapped in since is not followed
+    (here, out of the workspace), a FIFO is not waited on (Neovim held until someone read it)."""
+    editor = review.editor
+    target = project / "g.txt"
+    write(target, b"old\n")
+    review.open(target, "agent\n")
+    edit_proposal(review, target, "mine")
+    kill_host(editor)
+    wait_for(lambda: (i := review.info(target)) and i.get("orphaned"), what="the orphaned mark")
+    outside = tmp_path / "outside.txt"
+    write(outside, b"precious\n")
+    target.unlink()
+    target.symlink_to(outside) if becomes.startswith("a link") else os.mkfifo(target)
+    review.proposal_window(target)
+    now = "fifo" if becomes == "fifo" else "link"
+    with pytest.raises(pynvim.NvimError, match=f"cannot write g.txt: it is a {now} now"):
+        editor.nvim.command("GeminiAccept!")  # returns at once, refused in one line
+    assert outside.read_bytes() == b"precious\n"
+    assert review.proposal_lines(target) == ["mine"]
+    assert target.is_symlink() if becomes.startswith("a link") else stat.S_ISFIFO(target.lstat().st_mode)
 
 
 def test_quit_drops_an_orphaned_proposal_and_restart_recovers(review, project, gemini_factory):
@@ -475,6 +501,60 @@ def test_a_symlink_and_its_target_share_one_review(editor, gemini, gemini_factor
     assert [d["file"] for d in editor.status()["diffs"]] == [str(real)]
     editor.nvim.command("GeminiAccept")
     assert second.outcome(new) == {"status": "accepted", "content": "via target\n"}
+
+
+def test_a_newer_proposal_for_the_file_keeps_the_users_edits_of_the_older(editor, gemini, gemini_factory, project):
+    """A second agent proposing for the same file ends the first one's review: typed edits in it
+    stay, orphaned, as when any review ends unanswered; an unedited one just closes."""
+    other_client = gemini_factory(editor)
+    assert other_client.call("connect")["status"] == "connected"
+    first, second = Review(editor, gemini), Review(editor, other_client)
+    target = project / "e.txt"
+    write(target, b"old\n")
+    first.open(target, "agent one\n")
+    edit_proposal(first, target, "my careful edit")
+    other_client.send("openDiff", filePath=str(target), newContent="agent two\n")
+    wait_for(lambda: second.proposal_lines(target) == ["agent two"], what="the newer review")
+    orphans = editor.lua(
+        "return vim.tbl_map(function(b) return vim.api.nvim_buf_get_lines(b, 0, -1, false) end,"
+        " vim.tbl_filter(function(b) return vim.api.nvim_buf_get_name(b):find('^gemini://orphaned%-proposal') end,"
+        " vim.api.nvim_list_bufs()))"
+    )
+    assert orphans == [["my careful edit"]]
+    assert tabs(editor) == 3 and target.read_bytes() == b"old\n"
+
+
+def test_the_users_buffer_is_not_reloaded_from_a_fifo_put_in_the_files_place(review, project):
+    """After an accept, the user's unmodified buffer of the file is reloaded once the agent wrote
+    it; if a FIFO is there instead, reading it would hold Neovim: it is named, not read."""
+    editor = review.editor
+    target = project / "r.txt"
+    write(target, b"old\n")
+    editor.nvim.command(f"tabnew {target}")  # the user has it open, unmodified
+    request = review.open(target, "new\n")
+    review.proposal_window(target)
+    editor.nvim.command("write")
+    assert review.outcome(request)["status"] == "accepted"
+    target.unlink()
+    os.mkfifo(target)  # what the agent "wrote"
+    wait_for(lambda: "is a fifo now" in editor.messages(), what="the one-line warning")
+    assert editor.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)", str(target)) == ["old"]
+
+
+@pytest.mark.parametrize("side", ["proposal", "original"])
+def test_a_modeline_in_the_text_does_nothing_when_it_is_read_again(review, project, side):
+    """`:e!` reads a side again: the text is data, its modeline sets no option ('modeline' is on
+    for users, off for root, as the tests run)."""
+    editor = review.editor
+    target = project / "ml.txt"
+    body = "x\n# vim: set tabstop=3 filetype=lua :\n"
+    write(target, body.encode() if side == "original" else b"old\n")
+    editor.nvim.command("setglobal modeline")  # a user's config: every new buffer gets it
+    review.open(target, body if side == "proposal" else "new\n")
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1])", review.info(target)[side])
+    editor.nvim.command("edit!")
+    tabstop, filetype = editor.lua("return {vim.bo.tabstop, vim.bo.filetype}")
+    assert tabstop != 3 and filetype != "lua"
 
 
 # --- the file becomes something else while under review ----------------------------------------

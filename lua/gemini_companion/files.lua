@@ -31,6 +31,39 @@ function M.read(path, limit)
   return text, why
 end
 
+--- Write `text` into the file at `path` in place (its owner, mode and hard links stay, as Vim's
+--- `:w` keeps them), or create it. A FIFO or a device is refused, never waited on. `follow`: a
+--- name the user typed, written through a link as Vim does; else a link there is refused (one
+--- swapped in since the path was checked). Judged on the file opened, not only on the name.
+---@param path string
+---@param text string
+---@param follow? boolean
+---@return boolean ok, string? error
+function M.write_in_place(path, text, follow)
+  local info = (follow and vim.uv.fs_stat or vim.uv.fs_lstat)(path)
+  local fd, err
+  if not info then
+    fd, err = vim.uv.fs_open(path, 'wx', 438) -- 0666 less the umask; exclusive: never through a link
+  elseif info.type ~= 'file' then
+    return false, ('it is a %s now'):format(info.type)
+  else
+    fd, err = vim.uv.fs_open(path, vim.uv.constants.O_WRONLY + (vim.uv.constants.O_NONBLOCK or 0), 0)
+  end
+  if not fd then
+    return false, err
+  end
+  local opened = vim.uv.fs_fstat(fd)
+  local ok, werr = false, 'it changed as it was opened: not written'
+  if opened and opened.type == 'file' and (not info or (opened.ino == info.ino and opened.dev == info.dev)) then
+    ok, werr = vim.uv.fs_ftruncate(fd, 0)
+    if ok then
+      ok, werr = vim.uv.fs_write(fd, text, 0)
+    end
+  end
+  vim.uv.fs_close(fd)
+  return ok and true or false, not ok and werr or nil
+end
+
 --- Replace `path` with `text` atomically: a new file beside it (never through a symlink), given
 --- exactly `mode`, renamed into place. Nothing is left behind on failure.
 ---@param path string

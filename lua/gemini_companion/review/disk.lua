@@ -22,8 +22,11 @@ end
 --- Reload the user's unmodified buffers of `path` from disk; unsaved edits are never discarded.
 ---@param path string
 function M.reload_buffers(path)
+  local now = vim.uv.fs_stat(path)
   for _, buf in ipairs(view.file_buffers(path)) do
-    if vim.bo[buf].modified then
+    if now and now.type ~= 'file' then -- a FIFO would hold Neovim in the read
+      message.notify(('%s is a %s now: buffer %d not reloaded'):format(view.display(path), now.type, buf), 'warn')
+    elseif vim.bo[buf].modified then
       local text =
         '%s was changed by the agent, but buffer %d has unsaved edits: not reloaded (:e! loads the new version)'
       message.notify(text:format(view.display(path), buf), 'warn')

@@ -207,17 +207,14 @@ local function orphan_if_gone(diff)
   end
 end
 
---- Write the proposal's bytes to `path` (an orphaned proposal's file, or a copy).
+--- Write the proposal's bytes to `path`: an orphaned proposal's file (never through a link or
+--- into a FIFO swapped in since it was reviewed), or a copy the user named (`follow`).
 ---@param diff gemini_companion.Diff
 ---@param path string
+---@param follow? boolean
 ---@return boolean
-local function write_proposal(diff, path)
-  local file, err = io.open(path, 'wb')
-  local ok = file ~= nil
-  if file then
-    ok, err = file:write(proposal_text(diff))
-    file:close()
-  end
+local function write_proposal(diff, path, follow)
+  local ok, err = require('gemini_companion.files').write_in_place(path, proposal_text(diff), follow)
   if not ok then
     notify(('cannot write %s: %s'):format(view.display(path), err), 'error')
   end
@@ -348,7 +345,7 @@ local function write_copy(diff, target)
     )
     return
   end
-  if not write_proposal(diff, path) then
+  if not write_proposal(diff, path, true) then
     return
   end
   notify(('wrote a copy of the proposal to %s (the proposal is still in review)'):format(view.display(path)))
@@ -519,7 +516,11 @@ local function open(spec)
   -- the user's to settle and stays.
   for _, other in pairs(diffs) do
     if other.path == spec.path and live(other.id) == other then
-      finish(other, 'closed')
+      if edited(other) then -- the user's edits in it stay, in its tab, as any review's that ends unanswered
+        orphan(other, 'a newer proposal for this file replaced it')
+      else
+        finish(other, 'closed')
+      end
     end
   end
   track()

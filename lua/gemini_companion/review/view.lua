@@ -68,6 +68,7 @@ function M.new_buffer(name)
     vim.api.nvim_buf_set_name(buf, ('%s (%d)'):format(name, buf))
   end
   vim.bo[buf].swapfile = false
+  vim.bo[buf].modeline = false -- `:e!` reads the text again: a modeline in it is data, not options
   -- 'hide' rather than 'wipe': `:q` on a proposal then hides it instead of failing with
   -- E37; we wipe both buffers ourselves when the diff is over.
   vim.bo[buf].bufhidden = 'hide'
