@@ -1,4 +1,5 @@
---- Whole files, read and written: one reader and one atomic writer for every module.
+--- Whole files, read and written: one reader, one in-place writer and one atomic writer for every
+--- module.
 local M = {}
 
 -- Read whole, at most: a file this large is refused, not read into Neovim's memory.
@@ -57,7 +58,10 @@ function M.write_in_place(path, text, follow)
   if opened and opened.type == 'file' and (not info or (opened.ino == info.ino and opened.dev == info.dev)) then
     ok, werr = vim.uv.fs_ftruncate(fd, 0)
     if ok then
-      ok, werr = vim.uv.fs_write(fd, text, 0)
+      local written
+      written, werr = vim.uv.fs_write(fd, text, 0)
+      ok = written == #text
+      werr = werr or (not ok and ('%d of %d bytes written'):format(written or 0, #text)) or nil
     end
   end
   vim.uv.fs_close(fd)

@@ -198,7 +198,8 @@ local function edit(verb, cli, only_hooks, agent_env)
     elseif ok and (result.signal or 0) ~= 0 then
       why = { ('stopped (signal %d)'):format(result.signal) }
     end
-    return nil, ('cannot edit %s: %s'):format(path, why[#why] or ('exit code %d'):format(result.code))
+    local last = why[#why] ~= '' and why[#why] or ('exit code %s'):format(ok and result.code or '?')
+    return nil, ('cannot edit %s: %s'):format(path, last)
   end
   if out.error then
     return nil, out.error
