@@ -148,17 +148,21 @@ def test_quit_drops_an_orphaned_proposal_and_restart_recovers(review, project, g
 # --- writes to another file write a copy and never accept -----------------------------------
 
 
-@pytest.mark.parametrize("command", ["write {new}", "write! {existing}", "saveas {new}", "saveas! {existing}"])
+@pytest.mark.parametrize(
+    "command", ["write {new}", "write! {existing}", "saveas {new}", "saveas! {existing}", "write {dangling}"]
+)
 def test_write_to_another_file_writes_a_copy(review, project, command):
     editor = review.editor
     target, new, existing = project / "t.txt", project / "copy.txt", project / "existing.txt"
     original = write(target, b"old\n")
     write(existing, b"someone's file\n")
+    dangling = project / "link-to-copy.txt"
+    dangling.symlink_to(new)  # a link to nothing: the copy is made where it points, as Vim does
     request = review.open(target, "new\n")
     edit_proposal(review, target, "edited")
     names = editor.lua(PROPOSAL_BUFFERS)
-    editor.nvim.command(command.format(new=new, existing=existing))
-    written = new if "{new}" in command else existing
+    editor.nvim.command(command.format(new=new, existing=existing, dangling=dangling))
+    written = existing if "{existing}" in command else new
     assert written.read_bytes() == b"edited\n", "a copy, as Vim writes it"
     assert review.info(target) is not None, "still in review"
     assert editor.lua(PROPOSAL_BUFFERS) == names, "the proposal keeps its name; no stray buffer"

@@ -44,7 +44,10 @@ function M.write_in_place(path, text, follow)
   local info = (follow and vim.uv.fs_stat or vim.uv.fs_lstat)(path)
   local fd, err
   if not info then
-    fd, err = vim.uv.fs_open(path, 'wx', 438) -- 0666 less the umask; exclusive: never through a link
+    -- 0666 less the umask. Exclusive, so never through a link; but a link to nothing the user named
+    -- gets its target made, as Vim does.
+    local dangling = follow and vim.uv.fs_lstat(path)
+    fd, err = vim.uv.fs_open(path, dangling and 'w' or 'wx', 438)
   elseif info.type ~= 'file' then
     return false, ('it is a %s now'):format(info.type)
   else
