@@ -399,6 +399,7 @@ class ToolsFeature:
                 if name in READS:
                     lines = checked.get("end_line") if name == "read_buffer" else None
                     checked["file"] = _file(checked["path"], roots, lines)
+                    checked["max_bytes"] = MAX_FILE_BYTES  # a buffer's unsaved text is bounded alike
                 return checked
 
             try:
