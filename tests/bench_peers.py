@@ -56,7 +56,7 @@ from bench import spawn_tui
 from bench_context import cursor_line
 from bench_diff import code
 from benchlib import Row
-from conftest import INIT, NODE_DIR, NodeClient, Sandbox, wait_for
+from conftest import INIT, NODE_DIR, NodeClient, Sandbox, attach_listening, wait_for
 from e2e.tui import gemini_settings, qwen_settings
 
 CORE = NODE_DIR / "node_modules" / "@google" / "gemini-cli-core"
@@ -242,13 +242,7 @@ class Session:
         assert reply["result"]["status"] == "connected", reply
         self.add("spawn -> client connected", int(reply["at"]) - started)
         self.add("  of which connect() itself", int(reply["at"]) - int(reply["result"]["instance"]))
-        self.nvim = wait_for(self._attach, 60, "Neovim's socket")
-
-    def _attach(self) -> pynvim.Nvim | None:
-        try:
-            return pynvim.attach("socket", path=str(self.sandbox.base / "nvim.sock"))
-        except OSError:
-            return None
+        self.nvim = attach_listening(self.sandbox.base / "nvim.sock")
 
     def add(self, figure: str, nanoseconds: int) -> None:
         self.samples[f"{figure}\0{self.plugin.name}"].append(nanoseconds / 1e6)

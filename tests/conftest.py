@@ -66,6 +66,19 @@ def wait_for(predicate: Callable[[], Any], timeout: float = TIMEOUT, what: str =
         time.sleep(0.02)
 
 
+def attach_listening(path: Path, timeout: float = TIMEOUT) -> pynvim.Nvim:
+    """The Neovim listening at `path`. Its socket file appears when it is bound, a moment before it
+    accepts: a connection in between is refused, so this waits for one that is not."""
+
+    def attach() -> pynvim.Nvim | None:
+        try:
+            return pynvim.attach("socket", path=str(path))
+        except OSError:
+            return None
+
+    return wait_for(attach, timeout, f"Neovim listening at {path}")
+
+
 def python_module(name: str) -> str:
     """A clean Python file (no diagnostics) that defines and calls `name`."""
     return f"def {name}():\n    return 1\n\n\n{name}()\n"

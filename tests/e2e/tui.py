@@ -16,9 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pynvim
-
-from conftest import INIT, NODE_DIR, TIMEOUT, Sandbox, nvim_binary, wait_for
+from conftest import INIT, NODE_DIR, TIMEOUT, Sandbox, attach_listening, nvim_binary, wait_for
 
 GEMINI_BIN = NODE_DIR / "node_modules" / ".bin" / "gemini"
 NODE22 = NODE_DIR / "node_modules" / ".bin" / "node"
@@ -94,8 +92,7 @@ class Tui:
             self.env["GEMINI_COMPANION_SETUP"] = json.dumps(setup)
         argv = [nvim_binary(), "--listen", str(self.nvim_socket), "-u", str(INIT), *files]
         self.tmux("new-session", "-d", "-x", "220", "-y", "50", " ".join(_quote(a) for a in argv))
-        wait_for(self.nvim_socket.exists, TIMEOUT, "Neovim socket")
-        self.nvim = pynvim.attach("socket", path=str(self.nvim_socket))
+        self.nvim = attach_listening(self.nvim_socket)
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(
