@@ -93,6 +93,8 @@ class Tui:
         argv = [nvim_binary(), "--listen", str(self.nvim_socket), "-u", str(INIT), *files]
         self.tmux("new-session", "-d", "-x", "220", "-y", "50", " ".join(_quote(a) for a in argv))
         self.nvim = attach_listening(self.nvim_socket)
+        # It listens before it has read its config: what the tests ask next needs the plugin loaded.
+        wait_for(lambda: self.nvim.eval("v:vim_did_enter") == 1, TIMEOUT, "Neovim started")
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(
