@@ -673,9 +673,13 @@ def test_stopping_the_server_rejects_open_diffs(review, project):
 
 def test_diff_options_are_validated(editor):
     set_options = "return {pcall(require('gemini_companion.config').set, ...)}"
-    for bad in ({"diff": {"layout": "diagonal"}}, {"diff": {"focus": "yes"}}, {"diff": {"colour": 1}}, {"diff": 1}):
+    for bad in ({"diff": {"layout": "diagonal"}}, {"diff": {"focus": "yes"}}, {"diff": 1}):
         ok, message = editor.lua(set_options, bad)
         assert not ok and "diff" in message, bad
+    # An unknown key is dropped with a warning naming the nearest one, not raised (issue 32).
+    assert editor.lua(set_options, {"diff": {"colour": 1}}) == [True]
+    assert "unknown option diff.colour ignored" in editor.messages()
+    assert "colour" not in editor.lua("return require('gemini_companion.config').options.diff")
     assert editor.lua(set_options, {"diff": {"layout": "horizontal"}}) == [True]
     assert editor.lua("return require('gemini_companion.config').options.diff") == {
         "layout": "horizontal",

@@ -181,8 +181,11 @@ def test_auto_start_can_be_disabled(editor_factory, sandbox):
 
 def test_invalid_option_is_a_clear_error(editor_factory):
     editor = editor_factory()
-    with pytest.raises(Exception, match="unknown option"):
-        editor.lua("require('gemini_companion').setup({ auto_strat = true })")
+    # A typo is ignored with one line naming the nearest option, and the rest of the setup applies.
+    editor.lua("require('gemini_companion').setup({ auto_strat = true, diff = { focus = false } })")
+    said = "gemini-companion: unknown option auto_strat ignored (did you mean auto_start?)"
+    assert said in editor.messages().splitlines()
+    assert editor.lua("return require('gemini_companion.config').options.diff.focus") is False
     with pytest.raises(Exception, match="auto_start"):
         editor.lua("require('gemini_companion').setup({ auto_start = 'yes' })")
 

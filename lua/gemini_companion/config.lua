@@ -3,7 +3,6 @@
 ---@field workspace_folders string[]|fun():string[] Extra workspace roots besides Neovim's working directories.
 ---@field diff gemini_companion.DiffConfig How proposed edits are shown.
 ---@field context gemini_companion.ContextConfig What the agent sees of your editor.
-
 ---@field agents table<string, gemini_companion.AgentSpec> The agents `:Gemini {name}` runs.
 ---@field default_agent string The agent `:Gemini` runs without a name.
 ---@field terminal gemini_companion.TerminalConfig Where agents run.
@@ -72,212 +71,384 @@
 local message = require('gemini_companion.message')
 
 local M = {}
+local H = {}
 
-local CONTEXT_KEYS =
-  { enabled = true, debounce_ms = true, max_files = true, max_selection_bytes = true, filter = true, is_trusted = true }
+-- Checks: each says what it accepts, in the words an error shows.
 
----@type gemini_companion.Config
-M.defaults = {
-  auto_start = true,
-  workspace_folders = {},
-  diff = {
-    layout = 'vertical',
-    focus = true,
+---@class gemini_companion.Check
+---@field expected string
+---@field ok fun(value: any): boolean
+
+---@param expected string
+---@param ok fun(value: any): boolean
+---@return gemini_companion.Check
+local function check(expected, ok)
+  return { expected = expected, ok = ok }
+end
+
+local BOOLEAN = check('a boolean', function(v)
+  return type(v) == 'boolean'
+end)
+
+---@param min integer
+local function integer_from(min)
+  local words = min == 1 and 'an integer >= 1' or ('an integer >= %d'):format(min)
+  return check(words, function(v)
+    return type(v) == 'number' and v == math.floor(v) and v >= min
+  end)
+end
+
+---@param words string
+---@param ... string
+local function one_of(words, ...)
+  local allowed = {}
+  for _, value in ipairs({ ... }) do
+    allowed[value] = true
+  end
+  return check(words, function(v)
+    return allowed[v] == true
+  end)
+end
+
+local POSITIVE = check('a number > 0', function(v)
+  return type(v) == 'number' and v > 0
+end)
+
+local STRINGS = check('a non-empty list of strings', function(v)
+  if not vim.islist(v) or #v == 0 then
+    return false
+  end
+  for _, arg in ipairs(v) do
+    if type(arg) ~= 'string' then
+      return false
+    end
+  end
+  return true
+end)
+
+-- The schema: every option once, with its default, its check and what it is for. The defaults,
+-- the validation and the help's option list all come from here (tests/unit/lua/config_spec.lua
+-- holds the LuaCATS classes above and the help to it). A node with `fields` is a table of options;
+-- one with `each` a table of named entries; `optional` leaves have no default.
+
+---@class gemini_companion.Option
+---@field doc string
+---@field default? any
+---@field check? gemini_companion.Check
+---@field optional? boolean
+---@field fields? table<string, gemini_companion.Option>
+---@field each? gemini_companion.Option
+---@field key? gemini_companion.Check
+
+--- The same options as overrides: none has a default, each may be left out (an agent's own
+--- window, provider, tmux and external over the terminal's).
+---@param fields table<string, gemini_companion.Option>
+---@return table<string, gemini_companion.Option>
+local function overrides(fields)
+  local out = {}
+  for name, option in pairs(fields) do
+    out[name] = {
+      doc = option.doc,
+      check = option.check,
+      optional = true,
+      fields = option.fields and overrides(option.fields),
+    }
+  end
+  return out
+end
+
+local WINDOW = {
+  position = {
+    doc = 'Where an agent window opens.',
+    default = 'right',
+    check = one_of('right, left, bottom, top, float or tab', 'right', 'left', 'bottom', 'top', 'float', 'tab'),
   },
-  context = {
-    enabled = true,
-    debounce_ms = 50,
-    max_files = 10,
-    max_selection_bytes = 16384,
+  size = { doc = 'Columns or lines of a split; below 1: a fraction of the screen.', default = 0.4, check = POSITIVE },
+  width = { doc = "A float's width (below 1: a fraction of the screen).", default = 0.8, check = POSITIVE },
+  height = { doc = "A float's height (below 1: a fraction of the screen).", default = 0.8, check = POSITIVE },
+  border = { doc = "A float's border (see nvim_open_win()).", default = 'rounded' },
+}
+
+-- Where an agent runs: the terminal's, or one agent's override of it.
+local PLACE = {
+  provider = {
+    doc = 'A Neovim terminal, a tmux pane beside Neovim, or a program of yours.',
+    default = 'native',
+    check = one_of("'native', 'tmux' or 'external'", 'native', 'tmux', 'external'),
   },
-  agents = {
-    gemini = { cmd = { 'gemini' } },
-    qwen = { cmd = { 'qwen' } },
+  tmux = {
+    doc = "The agent's tmux pane.",
+    fields = {
+      position = {
+        doc = "Beside Neovim's pane.",
+        default = 'right',
+        check = one_of('right, left, bottom or top', 'right', 'left', 'bottom', 'top'),
+      },
+      size = {
+        doc = "Cells, or a percentage ('40%').",
+        default = '40%',
+        check = check("cells or a percentage ('40%')", function(v)
+          return (type(v) == 'number' and v >= 1 and v == math.floor(v))
+            or (type(v) == 'string' and v:match('^%d+%%?$') ~= nil)
+        end),
+      },
+    },
   },
-  default_agent = 'gemini',
-  cli_settings = 'ask',
-  tools = { enabled = true, trust = true, open_file = true },
-  changes = { enabled = true, max_turns = 20, max_file_kb = 1024 },
-  notify = { waiting = true, finished = true },
-  resume = 'ask',
-  terminal = {
-    provider = 'native',
-    window = { position = 'right', size = 0.4, width = 0.8, height = 0.8, border = 'rounded' },
-    tmux = { position = 'right', size = '40%' },
-    external = {},
-    close_on_exit = true,
-    back = '<C-\\><C-w>',
+  external = {
+    doc = 'The program that runs an agent (provider external).',
+    fields = {
+      cmd = {
+        doc = "The program; the word '{cmd}' becomes the agent's command.",
+        optional = true,
+        check = check('a list of strings or a function', function(v)
+          return type(v) == 'function' or (vim.islist(v) and #v > 0)
+        end),
+      },
+    },
   },
 }
 
+---@type table<string, gemini_companion.Option>
+M.schema = {
+  auto_start = { doc = 'Start the server when Neovim starts.', default = true, check = BOOLEAN },
+  workspace_folders = {
+    doc = "Extra workspace roots besides Neovim's working directories.",
+    default = {},
+    check = check('a list of paths or a function', function(v)
+      return type(v) == 'function' or vim.islist(v)
+    end),
+  },
+  diff = {
+    doc = 'How proposed edits are shown.',
+    fields = {
+      layout = {
+        doc = 'Original and proposal side by side, or one above the other.',
+        default = 'vertical',
+        check = one_of("'vertical' or 'horizontal'", 'vertical', 'horizontal'),
+      },
+      focus = { doc = "Switch to a diff's tab when it opens.", default = true, check = BOOLEAN },
+    },
+  },
+  context = {
+    doc = 'What the agent sees of your editor.',
+    fields = {
+      enabled = { doc = 'Share open files, cursor and selection.', default = true, check = BOOLEAN },
+      debounce_ms = { doc = 'Wait this long after a change.', default = 50, check = integer_from(0) },
+      max_files = { doc = 'Share at most this many files.', default = 10, check = integer_from(1) },
+      max_selection_bytes = { doc = 'Cut the shared selection.', default = 16384, check = integer_from(0) },
+      filter = {
+        doc = 'Return false to keep a buffer out.',
+        optional = true,
+        check = check('a function', function(v)
+          return type(v) == 'function'
+        end),
+      },
+      is_trusted = { doc = "The workspace's trust, told to the clients.", optional = true, check = BOOLEAN },
+    },
+  },
+  agents = {
+    doc = 'The agents `:Gemini {name}` runs.',
+    default = { gemini = { cmd = { 'gemini' } }, qwen = { cmd = { 'qwen' } } },
+    key = check("a name of letters, digits, '_', '.' or '-'", function(v)
+      return type(v) == 'string' and v:match('^[%w_.-]+$') ~= nil
+    end),
+    each = {
+      doc = 'One agent.',
+      fields = vim.tbl_extend('error', {
+        cmd = { doc = 'The command line (no shell).', check = STRINGS },
+        env = {
+          doc = "Added to the agent's environment.",
+          optional = true,
+          check = check('a table of strings', function(v)
+            return type(v) == 'table'
+          end),
+        },
+        window = { doc = "This agent's window.", optional = true, fields = overrides(WINDOW) },
+      }, overrides(PLACE)),
+    },
+  },
+  default_agent = { doc = 'The agent `:Gemini` runs without a name.', default = 'gemini' },
+  cli_settings = {
+    doc = "Turning IDE mode on in Gemini CLI's user settings.",
+    default = 'ask',
+    check = one_of("'ask', 'auto' or 'never'", 'ask', 'auto', 'never'),
+  },
+  tools = {
+    doc = "The model's editor tools.",
+    fields = {
+      enabled = { doc = 'Register the editor tools with the CLIs.', default = true, check = BOOLEAN },
+      trust = { doc = 'Mark the read-only tools trusted.', default = true, check = BOOLEAN },
+      open_file = { doc = 'Let the model show you a file.', default = true, check = BOOLEAN },
+    },
+  },
+  changes = {
+    doc = 'What agents changed, turn by turn.',
+    fields = {
+      enabled = { doc = "Register the CLIs' turn hooks.", default = true, check = BOOLEAN },
+      max_turns = { doc = 'Turns kept.', default = 20, check = integer_from(1) },
+      max_file_kb = { doc = 'Larger files are listed as skipped.', default = 1024, check = integer_from(1) },
+    },
+  },
+  notify = {
+    doc = 'One line when an agent you are not looking at needs you.',
+    fields = {
+      waiting = { doc = 'When an agent starts waiting for you.', default = true, check = BOOLEAN },
+      finished = { doc = 'When an agent ends a turn.', default = true, check = BOOLEAN },
+    },
+  },
+  resume = {
+    doc = "What an agent's first `:Gemini` does with the last conversation.",
+    default = 'ask',
+    check = one_of("'ask', 'always' or 'never'", 'ask', 'always', 'never'),
+  },
+  terminal = {
+    doc = 'Where agents run.',
+    fields = vim.tbl_extend('error', PLACE, {
+      window = { doc = "An agent's window.", fields = WINDOW },
+      close_on_exit = { doc = "Close an agent's window when its process exits.", default = true, check = BOOLEAN },
+      back = {
+        doc = "Terminal-mode key, in an agent's window, back to the last editor window.",
+        default = '<C-\\><C-w>',
+        check = check('a key or false', function(v)
+          return v == false or type(v) == 'string'
+        end),
+      },
+    }),
+  },
+}
+
+---@type gemini_companion.Config The defaults, from the schema (set below the helpers).
+M.defaults = nil
+
 ---@type gemini_companion.Config
-M.options = vim.deepcopy(M.defaults)
+M.options = nil
 
----@param name string
----@param value any
----@param expected string
----@param ok boolean
-local function check(name, value, expected, ok)
-  if not ok then
-    error(message.prefixed(('option %s: expected %s, got %s'):format(name, expected, vim.inspect(value))), 0)
-  end
-end
-
----@param value any
----@param min integer
----@return boolean
-local function integer_from(value, min)
-  return type(value) == 'number' and value == math.floor(value) and value >= min
-end
-
----@param name string
----@param given table
----@param known table
-local function no_unknown_keys(name, given, known)
-  for key in pairs(given) do
-    if known[key] == nil then
-      error(message.prefixed(('unknown option %s%s'):format(name, key)), 0)
-    end
-  end
-end
-
-local POSITIONS = { right = true, left = true, bottom = true, top = true, float = true, tab = true }
-local PROVIDERS = { native = true, tmux = true, external = true }
-
----@param name string
----@param where table? {provider?, tmux?, external?}: a terminal's or an agent's
-local function check_provider(name, where)
-  where = where or {}
-  if where.provider ~= nil then
-    check(name .. 'provider', where.provider, "'native', 'tmux' or 'external'", PROVIDERS[where.provider])
-  end
-  local tmux = where.tmux or {}
-  check(name .. 'tmux', tmux, 'a table', type(tmux) == 'table')
-  no_unknown_keys(name .. 'tmux.', tmux, M.defaults.terminal.tmux)
-  if tmux.position ~= nil then
-    local ok = POSITIONS[tmux.position] and tmux.position ~= 'float' and tmux.position ~= 'tab'
-    check(name .. 'tmux.position', tmux.position, 'right, left, bottom or top', ok)
-  end
-  local size = tmux.size
-  local size_ok = size == nil or integer_from(size, 1) or (type(size) == 'string' and size:match('^%d+%%?$') ~= nil)
-  check(name .. 'tmux.size', size, "cells or a percentage ('40%')", size_ok)
-  local external = where.external or {}
-  check(name .. 'external', external, 'a table', type(external) == 'table')
-  no_unknown_keys(name .. 'external.', external, { cmd = true })
-  local cmd = external.cmd
-  check(
-    name .. 'external.cmd',
-    cmd,
-    'a list of strings or a function',
-    cmd == nil or type(cmd) == 'function' or (vim.islist(cmd) and #cmd > 0)
-  )
-end
-
----@param name string
----@param window table
-local function check_window(name, window)
-  no_unknown_keys(name .. '.', window, M.defaults.terminal.window)
-  if window.position ~= nil then
-    check(name .. '.position', window.position, 'right, left, bottom, top, float or tab', POSITIONS[window.position])
-  end
-  for _, key in ipairs({ 'size', 'width', 'height' }) do
-    local value = window[key]
-    check(name .. '.' .. key, value, 'a number > 0', value == nil or (type(value) == 'number' and value > 0))
-  end
-end
-
---- Merge `opts` over the defaults; raises a readable error naming a wrong option.
---- (Hand-written checks: vim.validate's signature differs between Neovim 0.10 and 0.11.)
+--- Merge `opts` over the defaults. A wrong value raises a readable error naming the option; an
+--- unknown key is dropped with a one-line warning naming the nearest valid key (a typo in one
+--- option should not take the whole setup down).
 ---@param opts? table
 function M.set(opts)
   opts = opts or {}
-  check('opts', opts, 'a table', type(opts) == 'table')
-  no_unknown_keys('', opts, M.defaults)
+  if type(opts) ~= 'table' then
+    H.fail('opts', 'a table', opts)
+  end
   local merged = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
-  local diff, context = merged.diff, merged.context
-  check('auto_start', merged.auto_start, 'a boolean', type(merged.auto_start) == 'boolean')
-  local folders = merged.workspace_folders
-  check(
-    'workspace_folders',
-    folders,
-    'a list of paths or a function',
-    type(folders) == 'function' or vim.islist(folders)
-  )
-  check('diff', diff, 'a table', type(diff) == 'table')
-  no_unknown_keys('diff.', diff, M.defaults.diff)
-  check(
-    'diff.layout',
-    diff.layout,
-    "'vertical' or 'horizontal'",
-    diff.layout == 'vertical' or diff.layout == 'horizontal'
-  )
-  check('diff.focus', diff.focus, 'a boolean', type(diff.focus) == 'boolean')
-  check('context', context, 'a table', type(context) == 'table')
-  no_unknown_keys('context.', context, CONTEXT_KEYS)
-  check('context.enabled', context.enabled, 'a boolean', type(context.enabled) == 'boolean')
-  check('context.debounce_ms', context.debounce_ms, 'an integer >= 0', integer_from(context.debounce_ms, 0))
-  check('context.max_files', context.max_files, 'an integer >= 1', integer_from(context.max_files, 1))
-  local cap = context.max_selection_bytes
-  check('context.max_selection_bytes', cap, 'an integer >= 0', integer_from(cap, 0))
-  check('context.filter', context.filter, 'a function', context.filter == nil or type(context.filter) == 'function')
-  local trusted = context.is_trusted
-  check('context.is_trusted', trusted, 'a boolean', trusted == nil or type(trusted) == 'boolean')
-  check('agents', merged.agents, 'a table', type(merged.agents) == 'table')
-  for name, agent in pairs(merged.agents) do
-    local key = 'agents.' .. tostring(name)
-    check(key, agent, 'a table', type(name) == 'string' and name:match('^[%w_.-]+$') ~= nil and type(agent) == 'table')
-    no_unknown_keys(
-      key .. '.',
-      agent,
-      { cmd = true, env = true, window = true, provider = true, tmux = true, external = true }
-    )
-    local cmd = agent.cmd
-    check(
-      key .. '.cmd',
-      cmd,
-      'a non-empty list of strings',
-      vim.islist(cmd) and #cmd > 0 and vim.iter(cmd):all(function(arg)
-        return type(arg) == 'string'
-      end)
-    )
-    check(key .. '.env', agent.env, 'a table of strings', agent.env == nil or type(agent.env) == 'table')
-    check(key .. '.window', agent.window, 'a table', agent.window == nil or type(agent.window) == 'table')
-    check_window(key .. '.window', agent.window or {})
-    check_provider(key .. '.', agent)
+  H.validate(M.schema, merged, '')
+  if not merged.agents[merged.default_agent] then
+    H.fail('default_agent', 'the name of an agent', merged.default_agent)
   end
-  check('default_agent', merged.default_agent, 'the name of an agent', merged.agents[merged.default_agent] ~= nil)
-  local mode = merged.cli_settings
-  check('cli_settings', mode, "'ask', 'auto' or 'never'", mode == 'ask' or mode == 'auto' or mode == 'never')
-  local resume = merged.resume
-  check('resume', resume, "'ask', 'always' or 'never'", resume == 'ask' or resume == 'always' or resume == 'never')
-  local tools = merged.tools
-  check('tools', tools, 'a table', type(tools) == 'table')
-  no_unknown_keys('tools.', tools, M.defaults.tools)
-  for _, key in ipairs({ 'enabled', 'trust', 'open_file' }) do
-    check('tools.' .. key, tools[key], 'a boolean', type(tools[key]) == 'boolean')
-  end
-  local changes = merged.changes
-  check('changes', changes, 'a table', type(changes) == 'table')
-  no_unknown_keys('changes.', changes, M.defaults.changes)
-  check('changes.enabled', changes.enabled, 'a boolean', type(changes.enabled) == 'boolean')
-  for _, key in ipairs({ 'max_turns', 'max_file_kb' }) do
-    local value = changes[key]
-    check('changes.' .. key, value, 'a positive integer', type(value) == 'number' and value >= 1 and value % 1 == 0)
-  end
-  local notify = merged.notify
-  check('notify', notify, 'a table', type(notify) == 'table')
-  no_unknown_keys('notify.', notify, M.defaults.notify)
-  for _, key in ipairs({ 'waiting', 'finished' }) do
-    check('notify.' .. key, notify[key], 'a boolean', type(notify[key]) == 'boolean')
-  end
-  local terminal = merged.terminal
-  check('terminal', terminal, 'a table', type(terminal) == 'table')
-  no_unknown_keys('terminal.', terminal, M.defaults.terminal)
-  check_window('terminal.window', terminal.window)
-  check_provider('terminal.', terminal)
-  check('terminal.close_on_exit', terminal.close_on_exit, 'a boolean', type(terminal.close_on_exit) == 'boolean')
-  check('terminal.back', terminal.back, 'a key or false', terminal.back == false or type(terminal.back) == 'string')
   M.options = merged
 end
+
+--- The defaults, as the schema gives them.
+---@param fields table<string, gemini_companion.Option>
+---@return table
+function H.defaults_of(fields)
+  local out = {}
+  for name, option in pairs(fields) do
+    if option.fields then
+      out[name] = H.defaults_of(option.fields)
+    elseif option.default ~= nil then
+      out[name] = vim.deepcopy(option.default)
+    end
+  end
+  return out
+end
+
+--- Check `given` against `fields` in place: drop unknown keys (warned), raise on a wrong value.
+---@param fields table<string, gemini_companion.Option>
+---@param given table
+---@param prefix string 'diff.', '' at the top
+function H.validate(fields, given, prefix)
+  for key in pairs(given) do
+    if fields[key] == nil then
+      H.warn_unknown(prefix, key, fields)
+      given[key] = nil
+    end
+  end
+  for name, option in pairs(fields) do
+    H.check_option(option, given[name], prefix .. name)
+  end
+end
+
+---@param option gemini_companion.Option
+---@param value any
+---@param path string
+function H.check_option(option, value, path)
+  if value == nil and option.optional then
+    return
+  end
+  if not (option.fields or option.each) then
+    if option.check and not option.check.ok(value) then
+      H.fail(path, option.check.expected, value)
+    end
+    return
+  end
+  if type(value) ~= 'table' then
+    H.fail(path, 'a table', value)
+  end
+  if option.fields then
+    return H.validate(option.fields, value, path .. '.')
+  end
+  for entry, spec in pairs(value) do
+    local where = path .. '.' .. tostring(entry)
+    if not option.key.ok(entry) then
+      H.fail(where, option.key.expected, entry)
+    elseif type(spec) ~= 'table' then
+      H.fail(where, 'a table', spec)
+    end
+    H.validate(option.each.fields, spec, where .. '.')
+  end
+end
+
+---@param path string
+---@param expected string
+---@param value any
+function H.fail(path, expected, value)
+  error(message.prefixed(('option %s: expected %s, got %s'):format(path, expected, vim.inspect(value))), 0)
+end
+
+---@param prefix string
+---@param key any
+---@param fields table<string, gemini_companion.Option>
+function H.warn_unknown(prefix, key, fields)
+  local nearest, best = nil, math.huge
+  for name in pairs(fields) do
+    local distance = H.distance(tostring(key), name)
+    if distance < best or (distance == best and name < nearest) then
+      nearest, best = name, distance
+    end
+  end
+  local hint = nearest and best <= math.max(2, #nearest / 2) and (' (did you mean %s%s?)'):format(prefix, nearest) or ''
+  message.notify(('unknown option %s%s ignored%s'):format(prefix, tostring(key), hint), 'warn')
+end
+
+--- Edit distance (insert, delete, substitute, swap two neighbours): how far a typo is from a key.
+---@param a string
+---@param b string
+---@return integer
+function H.distance(a, b)
+  local rows = {}
+  for i = 0, #a do
+    rows[i] = { [0] = i }
+  end
+  for j = 1, #b do
+    rows[0][j] = j
+  end
+  for i = 1, #a do
+    for j = 1, #b do
+      local cost = a:byte(i) == b:byte(j) and 0 or 1
+      local d = math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
+        d = math.min(d, rows[i - 2][j - 2] + 1)
+      end
+      rows[i][j] = d
+    end
+  end
+  return rows[#a][#b]
+end
+
+M.defaults = H.defaults_of(M.schema)
+M.options = H.defaults_of(M.schema)
 
 return M

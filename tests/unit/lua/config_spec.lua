@@ -2,6 +2,71 @@
 local config = require('gemini_companion.config')
 local message = require('gemini_companion.message')
 
+--- The one-line warnings `config.set(opts)` gives, and that it did not raise.
+local function warnings_of(opts)
+  local said, notify = {}, vim.notify
+  vim.notify = function(text, level)
+    said[#said + 1] = { text = text, level = level }
+  end
+  local ok, err = pcall(config.set, opts)
+  vim.notify = notify
+  assert(ok, 'refused: ' .. tostring(err))
+  return said
+end
+
+local function warns_with(opts, line)
+  local said = warnings_of(opts)
+  assert(#said == 1, vim.inspect(said))
+  assert(said[1].text == line, ('%q is not %q'):format(said[1].text, line))
+  assert(said[1].level == vim.log.levels.WARN)
+end
+
+--- The file a runtime path names, whole.
+local function source(name)
+  local path = vim.api.nvim_get_runtime_file(name, false)[1]
+  local file = assert(io.open(assert(path, name), 'rb'))
+  local text = file:read('*a')
+  file:close()
+  return text
+end
+
+--- The schema's fields of a node, by their LuaCATS class: the class must list exactly these.
+local CLASSES = {
+  Config = function(schema)
+    return schema
+  end,
+  DiffConfig = function(schema)
+    return schema.diff.fields
+  end,
+  ContextConfig = function(schema)
+    return schema.context.fields
+  end,
+  ToolsConfig = function(schema)
+    return schema.tools.fields
+  end,
+  ChangesConfig = function(schema)
+    return schema.changes.fields
+  end,
+  NotifyConfig = function(schema)
+    return schema.notify.fields
+  end,
+  TerminalConfig = function(schema)
+    return schema.terminal.fields
+  end,
+  WindowConfig = function(schema)
+    return schema.terminal.fields.window.fields
+  end,
+  TmuxConfig = function(schema)
+    return schema.terminal.fields.tmux.fields
+  end,
+  ExternalConfig = function(schema)
+    return schema.terminal.fields.external.fields
+  end,
+  AgentSpec = function(schema)
+    return schema.agents.each.fields
+  end,
+}
+
 local function fails_with(opts, pattern)
   local ok, err = pcall(config.set, opts)
   assert(not ok, 'accepted: ' .. vim.inspect(opts))
@@ -25,9 +90,55 @@ return {
     fails_with({ context = { max_files = 0 } }, 'option context.max_files: expected an integer >= 1')
     fails_with({ context = { debounce_ms = 1.5 } }, 'context.debounce_ms')
   end,
-  unknown_options_are_refused = function()
-    fails_with({ autostart = true }, 'unknown option autostart')
-    fails_with({ diff = { fcous = true } }, 'unknown option diff.fcous')
+  unknown_options_are_dropped_with_a_warning_naming_the_nearest_key = function()
+    warns_with({ autostart = true }, 'gemini-companion: unknown option autostart ignored (did you mean auto_start?)')
+    assert(config.options.autostart == nil and config.options.auto_start == true)
+    warns_with(
+      { diff = { fcous = false } },
+      'gemini-companion: unknown option diff.fcous ignored (did you mean diff.focus?)'
+    )
+    assert(config.options.diff.focus == true and config.options.diff.fcous == nil)
+    warns_with({ zzzzzzzz = 1 }, 'gemini-companion: unknown option zzzzzzzz ignored')
+    warns_with(
+      { agents = { x = { cmd = { 'x' }, provider = 'tmux', tmux = { side = 1 } } } },
+      'gemini-companion: unknown option agents.x.tmux.side ignored (did you mean agents.x.tmux.size?)'
+    )
+    assert(config.options.agents.x.provider == 'tmux' and config.options.agents.x.tmux.side == nil)
+    assert(#warnings_of({ diff = { focus = false } }) == 0)
+  end,
+  the_defaults_come_from_the_schema = function()
+    config.set()
+    assert(config.options.terminal.window.size == config.schema.terminal.fields.window.fields.size.default)
+    assert(config.options.context.filter == nil and config.options.terminal.external.cmd == nil)
+    assert(vim.deep_equal(config.options.agents, config.schema.agents.default))
+  end,
+  each_luacats_class_lists_exactly_its_schema_fields = function()
+    local text = source('lua/gemini_companion/config.lua')
+    for class, fields_of in pairs(CLASSES) do
+      local block = text:match('%-%-%-@class gemini_companion%.' .. class .. '\n(.-)\n\n')
+      assert(block, 'no class ' .. class)
+      local annotated = {}
+      for name in block:gmatch('%-%-%-@field ([%w_]+)') do
+        annotated[name] = true
+      end
+      local fields = fields_of(config.schema)
+      for name in pairs(fields) do
+        assert(annotated[name], ('%s has no ---@field %s'):format(class, name))
+      end
+      for name in pairs(annotated) do
+        assert(fields[name], ('%s.%s is not in the schema'):format(class, name))
+      end
+    end
+  end,
+  the_help_names_every_option = function()
+    local help = source('doc/gemini_companion.txt')
+    local function walk(fields, prefix)
+      for name, option in pairs(fields) do
+        assert(help:find('%f[%w_]' .. name .. '%f[^%w_]'), ('the help never names option %s%s'):format(prefix, name))
+        walk(option.fields or option.each and option.each.fields or {}, prefix .. name .. '.')
+      end
+    end
+    walk(config.schema, '')
   end,
   terminal_providers_are_checked = function()
     config.set({ terminal = { provider = 'tmux', tmux = { position = 'bottom', size = '30%' } } })
@@ -35,7 +146,6 @@ return {
     fails_with({ terminal = { provider = 'screen' } }, "option terminal.provider: expected 'native', 'tmux'")
     fails_with({ terminal = { tmux = { position = 'float' } } }, 'option terminal.tmux.position')
     fails_with({ terminal = { tmux = { size = 'big' } } }, 'option terminal.tmux.size')
-    fails_with({ agents = { x = { cmd = { 'x' }, provider = 'tmux', tmux = { side = 1 } } } }, 'agents.x.tmux.side')
     fails_with({ terminal = { external = { cmd = 'kitty' } } }, 'option terminal.external.cmd')
   end,
   the_prefix_is_added_once = function()
