@@ -353,6 +353,22 @@ def test_refuses_a_discovery_file_behind_a_symlink(sandbox: Any, bridges: Callab
     assert f"cannot open {link}" in refusal(bridges(str(link)))
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+def test_a_discovery_file_that_is_no_small_file_is_refused_without_waiting(
+    sandbox: Any, bridges: Callable[..., BridgeProcess], kind: str
+) -> None:
+    """A FIFO in the file's place held the bridge for ever (opened without O_NONBLOCK), and a huge
+    file was read whole: both are refused in one line, as the CLIs' own readers refuse them."""
+    path = sandbox.tmp / "gemini-ide-server-1-2.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "huge":
+        path.write_bytes(b" " * (1 << 20) + b'{"port": 1, "authToken": "t"}')
+    why = {"fifo": "not a regular file", "device": "not a regular file", "huge": "larger than"}[kind]
+    target = "/dev/zero" if kind == "device" else str(path)
+    assert f"refusing {target}: {why}" in refusal(bridges(target))
+
+
 # --- the bridge against a scripted server: headers, JSON and SSE answers, DELETE -------------
 
 

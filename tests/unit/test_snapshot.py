@@ -602,9 +602,11 @@ def test_a_folder_we_may_not_enter_is_skipped_not_a_failure(tmp_path):
         git(repo, "init", "-q")
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", "base")
-        shutil.copy(snapshot.__file__, root / "snapshot.py")
+        package = Path(snapshot.__file__).parents[1]  # snapshot.py imports the package's files.py
+        shutil.copytree(package, root / package.name, ignore=shutil.ignore_patterns("__pycache__"))
         script = (
-            "import pathlib, snapshot, sys\n"
+            "import pathlib, sys\n"
+            "from gemini_companion.changes import snapshot\n"
             "s = snapshot.Snapshotter(pathlib.Path(sys.argv[1]) / 'state')\n"
             "b = s.take(sys.argv[1] + '/repo')\n"
             "open(sys.argv[1] + '/repo/a.txt', 'w').write('b\\n')\n"

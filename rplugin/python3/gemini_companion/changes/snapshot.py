@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gemini_companion import files
+
 GIT_SECONDS = 30.0
 # On every command line (they win over every config file and its includes) and in our
 # repositories' config (for changes.lua's reads): no hook (update-index runs post-index-change,
@@ -494,26 +496,17 @@ def _paths(entries: str) -> list[str]:
 def _read_small(path: str) -> bytes | None:
     """A regular file's first bytes (never a FIFO, a device or a symlink); None if not one."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        return files.read(path, SMALL_FILE, follow=False, prefix=True)[0]
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as file:
-        return file.read(SMALL_FILE) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def _copy_file(source: str, target: str, max_bytes: int) -> bytes | None:
     """Copy a regular file (never a FIFO, a device or a symlink) of at most `max_bytes`: its bytes;
     None if it is not one, or bigger (or grew past that as it was read)."""
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        data, _ = files.read(source, max_bytes, follow=False)
     except OSError:
-        return None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        data = file.read(max_bytes + 1)
-    if len(data) > max_bytes:
         return None
     Path(target).write_bytes(data)
     return data

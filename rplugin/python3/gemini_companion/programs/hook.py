@@ -25,11 +25,12 @@ import sys
 
 if __name__ == "__main__":  # run by the CLIs' hook command (-I): the folder holding the package goes on sys.path
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from gemini_companion import env_names
+from gemini_companion import env_names, files
 from gemini_companion.server.discovery import OWNER_FIELD, OWNER_START_FIELD, pid_alive
 
 KEY_ENV = env_names.HOOK_KEY
 KEY_LENGTH = 32  # hex digits
+KEY_FILE_BYTES = 4096  # a key file holds a port, a token, an agent name and its owner
 HEX = frozenset("0123456789abcdef")
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 HOOKS_PATH = "/hooks"  # http_guard.HOOKS_PATH (the server's own modules would slow every event)
@@ -83,16 +84,12 @@ def read_key(key: str) -> tuple[int, str, str | None] | None:
         try:
             if not _our_dir(os.fstat(dfd)):
                 return None
-            fd = os.open(f"{key}.json", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+            text, _ = files.read(
+                f"{key}.json", KEY_FILE_BYTES, dir_fd=dfd, follow=False, owner=os.getuid(), private=True
+            )
         finally:
             os.close(dfd)
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-                return None
-            data = json.loads(os.read(fd, 4096))
-        finally:
-            os.close(fd)
+        data = json.loads(text)
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):

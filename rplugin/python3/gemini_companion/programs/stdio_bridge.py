@@ -23,7 +23,6 @@ import http.client
 import json
 import os
 import signal
-import stat
 import sys
 import threading
 import time
@@ -31,7 +30,8 @@ from typing import Any, NoReturn
 
 if __name__ == "__main__":  # run by a CLI (-I): the folder holding the package goes on sys.path
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from gemini_companion import env_names
+from gemini_companion import env_names, files
+from gemini_companion.server.discovery import MAX_FILE_BYTES
 
 HOST = "127.0.0.1"  # only ever loopback: the token must not leave the machine
 PATH = "/mcp"
@@ -61,20 +61,18 @@ def load_target(argv: list[str], environ: dict[str, str]) -> tuple[int, str]:
 
 def _read_discovery_file(path: str) -> tuple[int, str]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Same rule as the CLIs: a file someone else owns could send our requests anywhere.
+        text, _ = files.read(path, MAX_FILE_BYTES, follow=False, owner=os.getuid())
     except FileNotFoundError:
         raise BridgeError(f"{path} does not exist: is the Neovim companion server still running?") from None
+    except files.Unreadable as err:
+        raise BridgeError(f"refusing {path}: {err.reason}") from None
     except OSError as err:
         raise BridgeError(f"cannot open {path}: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as file:
-        st = os.fstat(file.fileno())
-        # Same rule as the CLIs: a file someone else owns could send our requests anywhere.
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            raise BridgeError(f"refusing {path}: not a regular file owned by you")
-        try:
-            data = json.loads(file.read())
-        except ValueError:
-            raise BridgeError(f"{path} is not valid JSON") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise BridgeError(f"{path} is not valid JSON") from None
     token = data.get("authToken") if isinstance(data, dict) else None
     if not isinstance(token, str) or not token:
         raise BridgeError(f"{path} has no authToken")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gemini_companion import files
 from gemini_companion.feature import Link, Tool, error, text
 
 if TYPE_CHECKING:
@@ -286,16 +287,11 @@ def _read_original(path: str) -> str | None:
     if _signature(path) is None:
         return None
     try:
-        # O_NONBLOCK: should the path have become a FIFO since the stat, opening it cannot hang.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data, _ = files.read(path, MAX_CONTENT_BYTES)  # a FIFO put in its place since: refused, never waited on
+    except files.Unreadable as err:
+        raise DiffError(f"filePath is {err.reason}: {path!r}") from None
     except OSError as err:
         raise DiffError(f"cannot read {path!r}: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise DiffError(f"filePath is not a regular file: {path!r}")
-        data = file.read(MAX_CONTENT_BYTES + 1)
-    if len(data) > MAX_CONTENT_BYTES:
-        raise DiffError(f"the file is too large to diff: {path!r}")
     # surrogateescape: undecodable bytes reach Neovim unchanged (pynvim encodes them back).
     return data.decode("utf-8", "surrogateescape")
 

@@ -17,7 +17,7 @@ import stat
 import sys
 from collections.abc import Callable
 
-from gemini_companion import env_names
+from gemini_companion import env_names, files
 
 TYPE_CHECKING = False  # typing's own costs 3 ms at import; mypy reads this name as typing's
 if TYPE_CHECKING:
@@ -330,19 +330,10 @@ def _read_own_json(path: str) -> dict[str, Any] | None:
     """The JSON object in `path` ({} for other JSON) if it is a small regular file of ours, judged on
     the file opened (never through a link, never waiting on a FIFO put in its place); else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > MAX_FILE_BYTES:
-            return None
-        data = json.loads(os.read(fd, MAX_FILE_BYTES + 1))
-        return data if isinstance(data, dict) else {}
+        data = json.loads(files.read(path, MAX_FILE_BYTES, follow=False, owner=os.getuid())[0])
     except (OSError, ValueError):
         return None
-    finally:
-        os.close(fd)
+    return data if isinstance(data, dict) else {}
 
 
 def sweep_stale() -> list[str]:
