@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Editor, Sandbox, git, wait_for
-from gemini_companion.changes import snapshot
+from gemini_companion.changes import git as our_git
+from gemini_companion.changes import git_index, snapshot
 from gemini_companion.changes.snapshot import SnapshotError, Snapshotter
 from test_changes import a_turn, hook
 from unit.test_snapshot import hostile_config, marker, no_marks, on_disk, state, stored
@@ -327,7 +328,7 @@ def test_a_split_index_is_read_whatever_its_paths_hold(tmp_path, monkeypatch, fo
     (repo / folder / "f2.txt").write_text("changed\n")
     after = snapshotter.take(str(repo))
     assert [(c.path, c.status) for c in snapshotter.changes(before, after)] == [(f"{folder}/f2.txt", "modified")]
-    assert (repo / ".git" / snapshot._shared_index(*snapshot._extensions(data))).is_file()
+    assert (repo / ".git" / git_index.shared_index(*git_index.extensions(data))).is_file()
 
 
 def test_the_extensions_of_a_sha256_index_are_read(tmp_path):
@@ -338,9 +339,9 @@ def test_the_extensions_of_a_sha256_index_are_read(tmp_path):
     commit_all(repo, {f"blink/{i}": "x\n" for i in range(3)})
     (repo / "s").write_text("s\n")
     git(repo, "add", "s")
-    extensions, hash_size = snapshot._extensions((repo / ".git" / "index").read_bytes())
+    extensions, hash_size = git_index.extensions((repo / ".git" / "index").read_bytes())
     assert hash_size == 32 and b"TREE" in extensions
-    assert (repo / ".git" / snapshot._shared_index(extensions, hash_size)).is_file()
+    assert (repo / ".git" / git_index.shared_index(extensions, hash_size)).is_file()
 
 
 def dotfiles(tmp_path: Path, files: dict[str, str], split: bool = False) -> tuple[Path, Path]:
@@ -482,7 +483,7 @@ def test_a_fifo_at_the_users_alternates_never_holds_a_snapshot(tmp_path, monkeyp
     """`.git/objects/info/alternates` made a FIFO (git would open it and wait for ever): the user's
     store is not read; the snapshots are taken, and what needs its blobs fails in one line that
     says why, not after the time limit."""
-    monkeypatch.setattr(snapshot, "GIT_SECONDS", 20.0)
+    monkeypatch.setattr(our_git, "GIT_SECONDS", 20.0)
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
+from gemini_companion.changes import git as our_git
 from gemini_companion.changes import snapshot
 from gemini_companion.changes.snapshot import Snapshot, Snapshotter
 
@@ -503,11 +504,11 @@ def test_the_fixed_settings_win_over_every_config_file_and_its_includes(tmp_path
         attributes.unlink()
     (repo / "plain.txt").write_text("changed\n")
     dot = str(repo / ".git")
-    assert "plain.txt" in snapshot._git(dot, ["ls-files", "-m"], str(repo))  # reads the index: fsmonitor
-    snapshot._git(dot, ["update-index", "--add", "--", "plain.txt"], str(repo))  # post-index-change
-    tree = snapshot._git(dot, ["write-tree"], str(repo)).strip()
-    snapshot._git(dot, ["update-ref", "refs/x", tree])  # reference-transaction
-    snapshot._git(dot, ["diff-tree", "-p", "--no-ext-diff", "--no-textconv", "HEAD^{tree}", tree])
+    assert "plain.txt" in our_git.run(dot, ["ls-files", "-m"], str(repo))  # reads the index: fsmonitor
+    our_git.run(dot, ["update-index", "--add", "--", "plain.txt"], str(repo))  # post-index-change
+    tree = our_git.run(dot, ["write-tree"], str(repo)).strip()
+    our_git.run(dot, ["update-ref", "refs/x", tree])  # reference-transaction
+    our_git.run(dot, ["diff-tree", "-p", "--no-ext-diff", "--no-textconv", "HEAD^{tree}", tree])
     no_marks(marks)
 
 

@@ -1,7 +1,7 @@
 """Exact, cheap snapshots of a workspace as git tree objects, and what changed between two.
 
 Git here runs only git, on a private repository of ours (one per work tree, under the state
-directory), never on the user's: every command goes through `_git`, which sets GIT_DIR to ours,
+directory), never on the user's: every command goes through `git.run`, which sets GIT_DIR to ours,
 so the repository's config, includes and hooks are never read; fixed settings switch off every
 program git could start (hooks, fsmonitor) and our info/attributes every conversion (filters,
 CRLF/eol, ident, encodings): a snapshot holds the bytes on disk. Of the user's repository only
@@ -19,43 +19,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import secrets
 import shutil
 import stat
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemini_companion import files
+from gemini_companion.changes import git, git_index
+from gemini_companion.changes.git import SnapshotError
 
-GIT_SECONDS = 30.0
-# On every command line (they win over every config file and its includes) and in our
-# repositories' config (for changes.lua's reads): no hook (update-index runs post-index-change,
-# update-ref reference-transaction) and no fsmonitor program or daemon; and every file's stat data
-# checked, as a snapshot must be exact (a user's global core.ignoreStat would take a file's next
-# change for none).
-SAFE_CONFIG = {
-    "core.hooksPath": "/dev/null",
-    "core.fsmonitor": "false",
-    "core.checkStat": "default",
-    "core.trustctime": "true",
-    "core.ignoreStat": "false",
-    "core.autocrlf": "false",
-    # git's default: a user's small global value would take every file over it for binary (no diff).
-    "core.bigFileThreshold": "512m",
-}
 # The bytes on disk are the blob, whatever .gitattributes says ($GIT_DIR/info/attributes has the
 # highest precedence): no filter driver (clean, smudge, process), no CRLF, eol, ident or
 # working-tree-encoding conversion; binary or not by content only.
 RAW_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff\n"
-# Which config files git reads is the user's choice; every other GIT_* variable (GIT_DIR,
-# GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG_PARAMETERS, ...) is dropped
-# (GIT_DIR and GIT_WORK_TREE only name a dotfiles work tree, read as files: see _env_repo).
-USER_GIT_ENV = ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL")
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1", "LC_ALL": "C"}
 OTHERS_KEPT_SECONDS = 14 * 86400  # another Neovim's turns (it may still run) keep their trees this long
 EMPTY_BLOBS = (
     "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
@@ -77,10 +56,6 @@ MAX_NEW_BYTES = 256 << 20
 # entry under it in our index: git lists the files of a folder that has index entries, `.git` or not.
 NESTED_MARK = ".gemini-companion-nested"
 MAX_NESTED_DEPTH = 8  # repositories inside repositories inside ...: listed this deep
-
-
-class SnapshotError(Exception):
-    """One line: why no snapshot could be taken."""
 
 
 @dataclass(frozen=True)
@@ -146,14 +121,16 @@ class Snapshotter:
     def changes(self, before: Snapshot, after: Snapshot) -> list[FileChange]:
         """Files created, modified or deleted from one tree to the other, with +/- line counts."""
         diff = ["diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"]
-        statuses = _git(before.git_dir, [*diff, "--name-status", before.tree, after.tree], alternates=before.alternates)
+        statuses = git.run(
+            before.git_dir, [*diff, "--name-status", before.tree, after.tree], alternates=before.alternates
+        )
         found: dict[str, FileChange] = {}
         fields = statuses.split("\0")
         kinds = {"A": "created", "M": "modified", "D": "deleted", "T": "modified"}
         for status, path in zip(fields[0::2], fields[1::2], strict=False):
             if status:
                 found[path] = FileChange(path, kinds.get(status[0], "modified"))
-        numstat = _git(before.git_dir, [*diff, "--numstat", before.tree, after.tree], alternates=before.alternates)
+        numstat = git.run(before.git_dir, [*diff, "--numstat", before.tree, after.tree], alternates=before.alternates)
         for record in numstat.split("\0"):
             parts = record.split("\t", 2)
             if len(parts) == 3 and parts[2] in found:
@@ -174,7 +151,7 @@ class Snapshotter:
         for repo in repos:
             trees = {snap.tree for snap in kept if snap.git_dir == repo.git_dir}
             gone = []
-            for ref in _git(repo.git_dir, ["for-each-ref", "--format=%(refname)", "refs/turns/"]).split():
+            for ref in git.run(repo.git_dir, ["for-each-ref", "--format=%(refname)", "refs/turns/"]).split():
                 ns, _, tree = ref.removeprefix("refs/turns/").partition("/")
                 if ns == self._ns:
                     unused = tree not in trees
@@ -184,8 +161,8 @@ class Snapshotter:
                 if unused:
                     gone.append(ref)
             if gone:
-                _git(repo.git_dir, ["update-ref", "-z", "--stdin"], stdin="".join(f"delete {r}\0\0" for r in gone))
-            _git(repo.git_dir, ["prune", "--expire=1.hour.ago"])
+                git.run(repo.git_dir, ["update-ref", "-z", "--stdin"], stdin="".join(f"delete {r}\0\0" for r in gone))
+            git.run(repo.git_dir, ["prune", "--expire=1.hour.ago"])
 
     # --- inside ------------------------------------------------------------------------
 
@@ -198,7 +175,7 @@ class Snapshotter:
         alternates = repo.alternates if os.path.exists(os.path.join(repo.git_dir, "seeded")) else ""
         paths, entered, left_out = self._listed(repo)
         if tracked:  # a dotfiles tree: what the user tracks now that our index lost or never had
-            ours = set(_git(repo.git_dir, ["ls-files", "-z", "--full-name"], repo.work_tree).split("\0"))
+            ours = set(git.run(repo.git_dir, ["ls-files", "-z", "--full-name"], repo.work_tree).split("\0"))
             paths += [path for path in tracked if path not in ours and not path.endswith("/")]
         update: list[str] = []
         gone: list[str] = []
@@ -215,7 +192,7 @@ class Snapshotter:
             # Nested repositories first seen now do not fit: left out (listed as skipped), for good,
             # if the snapshot fits without them; else refused, and tried again next time.
             marks = "\0".join(root + NESTED_MARK for root in entered)
-            _git(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, marks)
+            git.run(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, marks)
             inside = tuple(entered)
             if too_much := _too_much({path: size for path, size in sizes.items() if not path.startswith(inside)}):
                 raise SnapshotError(f"{too_much} in {repo.work_tree}")
@@ -227,13 +204,13 @@ class Snapshotter:
         if too_much := _too_much(sizes):
             raise SnapshotError(f"{too_much} in {repo.work_tree}")
         if gone:  # not a file of the work tree (behind a symlink, a folder, a FIFO): out of the index
-            _git(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, "\0".join(gone))
+            git.run(repo.git_dir, ["update-index", "--force-remove", "-z", "--stdin"], repo.work_tree, "\0".join(gone))
         if update:
             args = ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"]
-            _git(repo.git_dir, args, repo.work_tree, "\0".join(update))
+            git.run(repo.git_dir, args, repo.work_tree, "\0".join(update))
         # Blobs that are the user's are in its store, which only reads see: no existence check.
-        tree = _git(repo.git_dir, ["write-tree", "--missing-ok"], repo.work_tree).strip()
-        _git(repo.git_dir, ["update-ref", f"refs/turns/{self._ns}/{tree}", tree])
+        tree = git.run(repo.git_dir, ["write-tree", "--missing-ok"], repo.work_tree).strip()
+        git.run(repo.git_dir, ["update-ref", f"refs/turns/{self._ns}/{tree}", tree])
         return Snapshot(repo.git_dir, repo.work_tree, tree, tuple(skipped + left_out), alternates)
 
     def _listed(self, repo: _Repo) -> tuple[list[str], list[str], list[str]]:
@@ -246,14 +223,14 @@ class Snapshotter:
         left_out = self._left_out.get(repo.git_dir, set())
         entered: list[str] = []
         for _ in range(MAX_NESTED_DEPTH):
-            listed = [p for p in _git(repo.git_dir, args, repo.work_tree).split("\0") if p]
+            listed = [p for p in git.run(repo.git_dir, args, repo.work_tree).split("\0") if p]
             # "x/": an untracked one; "x" a folder with `.git` now: a file of ours became one.
             nested = [p.rstrip("/") + "/" for p in listed if _nested(repo.work_tree, p)]
             nested = [root for root in nested if root not in left_out]
             if not nested:
                 break
             records = "".join(f"100644 {EMPTY_BLOBS[0]}\t{root}{NESTED_MARK}\0" for root in nested)
-            _git(repo.git_dir, ["update-index", "--replace", "-z", "--index-info"], repo.work_tree, records)
+            git.run(repo.git_dir, ["update-index", "--replace", "-z", "--index-info"], repo.work_tree, records)
             entered += nested
         # A placeholder an interrupted snapshot left in our index: its repository counts as entered now.
         leftover = [p.removesuffix(NESTED_MARK) for p in listed if p.endswith("/" + NESTED_MARK)]
@@ -284,8 +261,8 @@ class Snapshotter:
                 records.append(f"{mode} {oid}\t{path}")
         if records and repo.alternates:
             Path(repo.git_dir, "seeded").touch()  # first: an index that may refer to theirs says so
-            _git(repo.git_dir, ["update-index", "-z", "--index-info"], repo.work_tree, "\0".join(records) + "\0")
-            _git(repo.git_dir, ["update-index", "-q", "--refresh"], repo.work_tree)
+            git.run(repo.git_dir, ["update-index", "-z", "--index-info"], repo.work_tree, "\0".join(records) + "\0")
+            git.run(repo.git_dir, ["update-index", "-q", "--refresh"], repo.work_tree)
 
     def _user_entries(self, repo: _Repo, user_index: str) -> str:
         """`ls-files -s -z` of a copy of the user's index; "" if it cannot be read."""
@@ -297,8 +274,8 @@ class Snapshotter:
                 return ""
             # A split index (core.splitIndex) names its shared part, which git looks for in our git
             # dir: a copy goes there too (none found: the read below fails, every file is hashed).
-            extensions, hash_size = _extensions(data)
-            shared = _shared_index(extensions, hash_size)
+            extensions, hash_size = git_index.extensions(data)
+            shared = git_index.shared_index(extensions, hash_size)
             if shared:
                 _copy_file(
                     os.path.join(os.path.dirname(user_index), shared),
@@ -312,7 +289,7 @@ class Snapshotter:
             if sparse:
                 Path(repo.git_dir, "info", "sparse-checkout").write_text("/*\n!/*/\n", encoding="utf-8")
             args = [*SPARSE_READ, "ls-files", "-s", "-z", "--sparse"] if sparse else ["ls-files", "-s", "-z"]
-            return _git(repo.git_dir, args, index=copy, alternates=repo.alternates)
+            return git.run(repo.git_dir, args, index=copy, alternates=repo.alternates)
         except SnapshotError:
             return ""  # theirs is of another hash, or unreadable: every file is hashed once
         finally:
@@ -351,9 +328,9 @@ class Snapshotter:
         )
         attributes = os.path.join(git_dir, "info", "attributes")
         if not os.path.exists(attributes):  # written last: a repository without it is unfinished
-            _git(git_dir, ["init", "-q", "--bare", "--template="])
+            git.run(git_dir, ["init", "-q", "--bare", "--template="])
             with open(os.path.join(git_dir, "config"), "a", encoding="utf-8") as config:
-                for key_name, value in SAFE_CONFIG.items():
+                for key_name, value in git.SAFE_CONFIG.items():
                     section, _, name = key_name.partition(".")
                     config.write(f"[{section}]\n\t{name} = {value}\n")
             os.makedirs(os.path.dirname(attributes), exist_ok=True)
@@ -363,7 +340,7 @@ class Snapshotter:
         else:
             user_git_dir, common = user
             objects = os.path.join(common, "objects")
-            alternates = _quoted(objects) if os.path.isdir(objects) else ""
+            alternates = git.quoted(objects) if os.path.isdir(objects) else ""
             exclude = os.path.join(common, "info", "exclude")
             index = os.path.join(user_git_dir, "index")
             repo = _Repo(git_dir, work_tree, alternates, index, exclude, untracked=not dotfiles)
@@ -427,59 +404,6 @@ def _too_much(sizes: dict[str, int]) -> str:
     return ""
 
 
-def _extensions(data: bytes) -> tuple[dict[bytes, bytes], int]:
-    """An index file's extensions by signature ("link", "sdir", ...), read after its entries
-    (their names may hold any bytes, a signature's too), and its hash size; ({}, 0) if none or
-    not an index we can read. The hash size is the one that makes the extensions end exactly at
-    the trailing checksum."""
-    if b"link" not in data and b"sdir" not in data:
-        return {}, 0  # the usual index: no entry walk
-    if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3, 4):
-        return {}, 0
-    version, count = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
-    for hash_size in (20, 32):  # SHA-1, SHA-256
-        found = _extensions_after(data, version, count, hash_size)
-        if found is not None:
-            return found, hash_size
-    return {}, 0
-
-
-def _extensions_after(data: bytes, version: int, count: int, hash_size: int) -> dict[bytes, bytes] | None:
-    """The extensions, with entries of this hash size; None if the file does not parse so."""
-    end, at = len(data) - hash_size, 12
-    for _ in range(count):
-        start = at
-        at += 40 + hash_size  # stat data, then the object id
-        if at + 2 > end:
-            return None
-        extended = version >= 3 and data[at] & 0x40
-        at += 4 if extended else 2  # flags (and extended flags)
-        if version == 4:  # a varint (how much of the previous name is kept), then the rest
-            while at < end and data[at] & 0x80:
-                at += 1
-            at += 1
-        nul = data.find(b"\0", at, end)
-        if nul < 0:
-            return None
-        # Version 4: the name's NUL; 2 and 3: NULs pad the entry to a multiple of 8 bytes.
-        at = nul + 1 if version == 4 else start + ((nul - start + 8) & ~7)
-    found: dict[bytes, bytes] = {}
-    while at + 8 <= end:
-        size = int.from_bytes(data[at + 4 : at + 8], "big")
-        if at + 8 + size > end:
-            return None
-        found.setdefault(data[at : at + 4], data[at + 8 : at + 8 + size])
-        at += 8 + size
-    return found if at == end else None
-
-
-def _shared_index(extensions: dict[bytes, bytes], hash_size: int) -> str:
-    """The shared index a split index names (its "link" extension starts with the shared part's
-    hash), as a file name; "" if none."""
-    link = extensions.get(b"link", b"")
-    return f"sharedindex.{link[:hash_size].hex()}" if hash_size and len(link) >= hash_size else ""
-
-
 def _nested(work_tree: str, path: str) -> bool:
     """Whether git listed `path` as a nested repository ("x/"), or it is one (a folder with `.git`)."""
     if path.endswith("/"):
@@ -519,69 +443,3 @@ def _sync(source: str, target: str) -> None:
         if Path(target).read_bytes() == text:
             return
     Path(target).write_bytes(text)
-
-
-def _quoted(path: str) -> str:
-    """`path` as a GIT_ALTERNATE_OBJECT_DIRECTORIES entry: C-quoted, as it may hold a `:`."""
-    raw = os.fsencode(path)
-    return '"' + "".join(chr(b) if 32 <= b < 127 and b not in b'"\\' else f"\\{b:03o}" for b in raw) + '"'
-
-
-def _unsafe_alternates(alternates: str) -> str:
-    """Why the user's object store is not read as our alternate, or "": git would open its
-    info/alternates, which must be absent or a regular file (a FIFO there, or a device, would
-    hold git, and so every snapshot, forever)."""
-    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), alternates[1:-1].encode("ascii", "replace"))
-    path = os.path.join(os.fsdecode(raw), "info", "alternates")
-    try:
-        if stat.S_ISREG(os.lstat(path).st_mode):
-            return ""
-    except (FileNotFoundError, NotADirectoryError):
-        return ""
-    except OSError:
-        pass
-    return f"{path} is not a regular file: its objects are not read"
-
-
-def _git(
-    repo: str,
-    args: list[str],
-    work_tree: str | None = None,
-    stdin: str | None = None,
-    *,
-    index: str | None = None,
-    alternates: str = "",
-) -> str:
-    """git on our repository `repo`, the only way this module runs git: its config and the
-    user's (system, global) with SAFE_CONFIG over both; of the environment's GIT_* variables only
-    the user's choice of config files; in `work_tree` (else our state directory)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in USER_GIT_ENV}
-    env.update(GIT_ENV, GIT_DIR=repo)
-    if work_tree:
-        env["GIT_WORK_TREE"] = work_tree
-    if index:
-        env["GIT_INDEX_FILE"] = index
-    unsafe = alternates and _unsafe_alternates(alternates)
-    if alternates and not unsafe:
-        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates
-    overrides = [arg for key, value in SAFE_CONFIG.items() for arg in ("-c", f"{key}={value}")]
-    try:
-        done = subprocess.run(
-            ["git", "--no-pager", *overrides, *args],
-            cwd=work_tree or os.path.dirname(repo),
-            env=env,
-            # Bytes both ways: text mode would turn a CR in a file name into LF (universal newlines).
-            input=None if stdin is None else stdin.encode("utf-8", "surrogateescape"),
-            capture_output=True,
-            timeout=GIT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:  # its message is the whole command line: name the problem
-        raise SnapshotError(f"git {args[0]} gave no answer in {GIT_SECONDS:g} s") from None
-    except OSError as err:
-        raise SnapshotError(f"git {args[0]}: {err.strerror or err}") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = f" ({unsafe})" if unsafe else ""
-        raise SnapshotError(f"git {args[0]}: {lines[-1] if lines else f'exit {done.returncode}'}{why}")
-    return done.stdout.decode("utf-8", "surrogateescape")
