@@ -1,6 +1,6 @@
 """Context sharing: the open files, cursor and selection Neovim pushes, relayed to clients.
 
-The Lua side (lua/gemini_companion/context.lua) computes the state, debounced, and
+The Lua side (lua/gemini_companion/context/init.lua) computes the state, debounced, and
 calls the "context" method only when it changed. Here it is checked, kept and
 broadcast as `ide/contextUpdate`; a client whose notification stream opens gets
 the current state at once (anything sent before that is dropped by the client).

@@ -1,7 +1,7 @@
 """Diffs: the `openDiff` / `closeDiff` tools and the user's answers from the review tab.
 
 Python owns the protocol (which client asked, what to notify) and validates and
-reads files; `lua/gemini_companion/diff.lua` owns the tab and its buffers. Each
+reads files; `lua/gemini_companion/review/` owns the tab and its buffers. Each
 diff has an id, so an answer for a diff that was already closed or replaced is
 ignored instead of settling its successor. Tools run on the server loop, Lua
 calls on the host's main thread: the state is guarded by a lock.
@@ -240,7 +240,7 @@ def _key(file_path: str) -> str:
 
 
 def signature_text(signature: tuple[int, ...] | None) -> str:
-    """The version as diff.lua computes it from a stat: "ino:size:sec:nsec", or "missing"."""
+    """The version as review/disk.lua computes it from a stat: "ino:size:sec:nsec", or "missing"."""
     if signature is None:
         return "missing"
     ino, size, mtime_ns = signature
@@ -297,7 +297,7 @@ def _read_original(path: str) -> str | None:
 
 
 def _split(content: str) -> dict[str, Any]:
-    """The text as diff.lua takes it: one string (a list of many strings is slow to hand to
+    """The text as review/view.lua takes it: one string (a list of many strings is slow to hand to
     Neovim) without its final line ending, the line ending ("\r\n" only if every line ends
     so) and whether the last line ends too. Joining the lines back gives `content` exactly."""
     crlf = content.count("\r\n")
@@ -342,7 +342,7 @@ def _small(file_path: str, new_content: str) -> bool:
 
 
 def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
-    """Validate, read the original, and build what diff.lua needs. Raises DiffError."""
+    """Validate, read the original, and build what review/init.lua needs. Raises DiffError."""
     _check_path(file_path)
     try:
         size = len(new_content.encode("utf-8"))

@@ -2,7 +2,7 @@
 
 Served on their own endpoint (http_guard.EDITOR_PATH) to the CLIs' MCP clients, which the
 plugin registers in their settings. Python checks every argument and confines every path to
-the workspace (symlinks resolved); Neovim does the work in `lua/gemini_companion/tools.lua`
+the workspace (symlinks resolved); Neovim does the work in `lua/gemini_companion/tools/`
 without blocking (LSP requests are asynchronous) and answers with `tool_result`. Nothing
 here writes anything.
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from gemini_companion.companion import Editor
 
-ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools.lua)
+ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools/lsp.lua)
 READ_SECONDS = 5.0  # a file that gives no bytes in this time (a hung mount) is an error
 MAX_HUNG_READS = 16  # reads still stuck after their time: more refuse at once (threads are not free)
 SEVERITIES = ("error", "warning", "info", "hint")
