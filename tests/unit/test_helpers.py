@@ -350,3 +350,79 @@ def test_settings_spans_agree_with_json_on_any_text():
         if not text.strip().startswith("{"):
             continue
         agrees(text, settings_edit.parse(text), read(text))
+
+
+def test_settings_spans_agree_with_the_clis_reading_of_comments():
+    """With comments anywhere (issue 31): `blank` reads what the CLIs' own strip-json-comments
+    (3.1.1, in both bundles) reads, valid or not, and every span parse gives on it holds, in the
+    user's text itself, what the CLI reads at that place."""
+    from gemini_companion.programs import settings_edit
+
+    node = Path(__file__).parents[1] / "node"
+    if not (node / "node_modules" / "strip-json-comments").is_dir():
+        pytest.skip("no tests/node/node_modules (make node)")
+    rng = random.Random(31)
+    notes = ["// x", "/* y */", '/* { " } */', '// { "', "/* a\n b */", "/*/ */", "/**/", "// \u00e9 \U0001f4a5"]
+    words = ["a", "http://x", "/*", "*/", "//", 'q"/*"', "k\\ey", "a\\", "\u2028"]
+
+    def space() -> str:
+        roll = rng.random()
+        if roll < 0.5:
+            return rng.choice([" ", "\n", "\r\n", "", "\t"])
+        note = rng.choice(notes)
+        return " " + note + ("\n" if note.startswith("//") else rng.choice(["", " "]))
+
+    def value(depth: int) -> str:
+        roll = rng.random()
+        if depth > 3 or roll < 0.35:
+            return rng.choice(["1", "true", "null", json.dumps(rng.choice(words))])
+        parts = [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        if roll < 0.7:
+            parts = [json.dumps(rng.choice(words)) + space() + ":" + space() + part for part in parts]
+            return "{" + space() + ("," + space()).join(parts) + space() + "}"
+        return "[" + space() + ("," + space()).join(parts) + space() + "]"
+
+    texts = []
+    for _ in range(3000):
+        text = space() + "{" + space() + '"k":' + space() + value(0) + space() + "}" + space()
+        if rng.random() < 0.1:  # broken at one place: both must refuse it
+            at = rng.randrange(len(text))
+            text = text[:at] + rng.choice(["/", "*/", '"', "//", "/* \u00a0 */"]) + text[at:]
+        texts.append(text)
+    script = (
+        "const strip = require('strip-json-comments');"
+        "const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "process.stdout.write(JSON.stringify(texts.map(t => { try { return JSON.stringify(JSON.parse(strip(t))) }"
+        " catch (e) { return null } })))"
+    )
+    run = subprocess.run(["node", "-e", script], input=json.dumps(texts), capture_output=True, text=True, cwd=node)
+    assert run.returncode == 0, run.stderr
+
+    def read(text: str) -> Any:
+        return json.loads(text, object_pairs_hook=list)
+
+    def agrees(text: str, blanked: str, node: settings_edit.Node, expected: Any) -> None:
+        assert read(settings_edit.blank(text[node.start : node.end])[0]) == expected
+        if node.kind == "object":
+            for (key, key_start, key_end, child), (expected_key, item) in zip(node.members, expected, strict=True):
+                assert json.loads(text[key_start:key_end]) == key == expected_key
+                agrees(text, blanked, child, item)
+        elif node.kind == "array":
+            for child, item in zip(node.items, expected, strict=True):
+                agrees(text, blanked, child, item)
+
+    refused = 0
+    for text, theirs in zip(texts, json.loads(run.stdout), strict=True):
+        blanked, _ = settings_edit.blank(text)
+        assert len(blanked) == len(text)  # every value stays where it is
+        try:
+            ours = settings_edit.jsonc(text)
+        except ValueError:
+            assert theirs is None, text
+            refused += 1
+            continue
+        assert theirs is not None, text
+        assert ours == json.loads(theirs)
+        # JSON.stringify keeps the last of duplicate keys: compare the spans with Python's own reading
+        agrees(text, blanked, settings_edit.parse(blanked), read(blanked))
+    assert 50 < refused < 600

@@ -11,6 +11,8 @@ everything enabled in that file, and those. Prints {"changes": [...]} or {"error
 The user's text is edited, never re-serialised: each change is a splice of the bytes at one
 key or list item, written in the file's own style (indentation, line ending, separators), so
 every byte outside our keys stays, and `disable` after `enable` gives the original bytes back.
+Comments are read as the CLIs read them (`//` and `/* */`, strip-json-comments) and are never
+cut: an entry taken out leaves every comment that was in or around it.
 A symlinked file is edited through the link (its target is replaced, the link stays); the
 target keeps its mode and group; a file (or, new, a directory) of another user, a read-only
 file or anything but a regular file is refused with nothing changed. The journal (JSON, 0600,
@@ -62,8 +64,35 @@ class Node:
 
 
 SPACE = re.compile(r"[ \t\r\n]*")
+WHITE = " \t\r\n"
+# Comments as both CLIs read them (strip-json-comments 3.1 before JSON.parse): outside strings,
+# `//` to the end of the line and `/* */` (one never closed runs to the end of the text).
+TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|//(?:[^\r\n]|\r(?!\n))*|/\*.*?(?:\*/|\Z)', re.DOTALL)
+# What stays of a comment: JavaScript's whitespace (\\s) as it is, anything else a space.
+NOT_JS_SPACE = re.compile("[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
+BOM = "\ufeff"
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 SCALAR = re.compile(r"[^ \t\r\n,\]}]*")
+
+
+def blank(text: str) -> tuple[str, dict[int, int]]:
+    """`text` with each comment made spaces (its line breaks kept: every value stays where it is)
+    and where each comment starts and ends. A leading byte-order mark reads as a space (Qwen
+    drops it; Gemini refuses the file, but it is no worse for our keys)."""
+    comments: dict[int, int] = {}
+    parts: list[str] = []
+    done = 0
+    for found in TOKEN.finditer(text):
+        if found.group()[0] == "/":
+            parts += [text[done : found.start()], NOT_JS_SPACE.sub(" ", found.group())]
+            comments[found.start()] = done = found.end()
+    blanked = "".join(parts) + text[done:] if comments else text
+    return (" " + blanked[1:] if blanked.startswith(BOM) else blanked), comments
+
+
+def jsonc(text: str) -> Any:
+    """The value the CLIs read in `text` (ValueError: they cannot read it)."""
+    return json.loads(blank(text)[0], parse_constant=no_constant)
 
 
 def end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
@@ -72,7 +101,8 @@ def end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
 
 
 def parse(text: str) -> Node:
-    """Spans of an already validated JSON text (json.loads accepted it). Scanned by regular
+    """Spans of an already validated JSON text (json.loads accepted it; comments made spaces by
+    `blank`). Scanned by regular
     expressions, not a character at a time: a 1 MB file is read in a fraction of a second."""
     pos = 0
 
@@ -132,31 +162,79 @@ def parse(text: str) -> Node:
 
 
 class Doc:
-    """The settings text and the edits on it; every edit re-reads the spans."""
+    """The settings text and the edits on it; every edit re-reads the spans. Structure is read
+    in the text with its comments made spaces (`blank`); the user's comments are never cut."""
 
     def __init__(self, text: str) -> None:
         self.text = text if text.strip() else "{}" + ("\n" if not text else text)
-        self._parsed: tuple[str, Node] | None = None  # the spans of the text as it last was
+        self._parsed: tuple[str, str, dict[int, int], Node] | None = None  # the text as it last was
         self.eol = "\r\n" if "\r\n" in self.text else "\n"
         self.unit = self._unit()
 
     def _unit(self) -> str:
-        """The file's indentation step: the smallest indentation of a line."""
-        lines = [line for line in self.text.splitlines()[1:] if line.strip()]
+        """The file's indentation step: the smallest indentation of a line (outside comments)."""
+        lines = [line for line in self.blanked().splitlines()[1:] if line.strip()]
         found = [line[: len(line) - len(line.lstrip(" \t"))] for line in lines]
         found = [lead for lead in found if lead]
         return min(found, key=len) if found else "  "
 
-    def root(self) -> Node:
+    def _read(self) -> tuple[str, str, dict[int, int], Node]:
         if self._parsed is None or self._parsed[0] is not self.text:
-            self._parsed = (self.text, parse(self.text))
-        return self._parsed[1]
+            blanked, comments = blank(self.text)
+            self._parsed = (self.text, blanked, comments, parse(blanked))
+        return self._parsed
+
+    def root(self) -> Node:
+        return self._read()[3]
+
+    def blanked(self) -> str:
+        return self._read()[1]
+
+    def comments(self) -> dict[int, int]:
+        return self._read()[2]
 
     def splice(self, start: int, end: int, new: str) -> None:
         self.text = self.text[:start] + new + self.text[end:]
 
     def value(self, node: Node) -> Any:
-        return json.loads(self.text[node.start : node.end])
+        return json.loads(self.blanked()[node.start : node.end])
+
+    def space_before(self, pos: int, floor: int) -> int:
+        """Where the whitespace (not comments) just before `pos` starts, not before `floor`."""
+        return max(floor, len(self.text[:pos].rstrip(WHITE)))
+
+    def space_after(self, pos: int) -> int:
+        return end_of(SPACE, self.text, pos)
+
+    def after_comments(self, pos: int) -> int:
+        """After the comments that follow `pos` on its line (`"a": 1 // why`), else `pos`."""
+        found = pos
+        while True:
+            pos = end_of(re.compile("[ \t]*"), self.text, pos)
+            end = self.comments().get(pos)
+            if end is None or "\n" in self.text[pos:end]:
+                return found
+            found = pos = end
+
+    def cut(self, start: int, end: int) -> None:
+        """Take out the text from `start` to `end`, but for the comments in it (each with the
+        whitespace before it; a `//` one ends its line, or it would swallow what follows)."""
+        kept = ""
+        for at, stop in sorted(self.comments().items(), reverse=True):
+            if start <= at and stop <= end:
+                after = kept or self.text[end:]
+                line = self.text.startswith("//", at) and not after.lstrip(" \t").startswith(("\n", "\r\n"))
+                kept = self.text[self.space_before(at, start) : stop] + (self.eol if line else "") + kept
+        if kept:  # and the whitespace the text went on with (the next entry's indentation)
+            kept += self.text[self.space_before(end, start) : end]
+        if self.line_comment_ends(start) and not (kept or self.text[end:]).lstrip(" \t").startswith(("\n", "\r\n")):
+            kept = self.eol + kept.lstrip(" \t")
+        self.splice(start, end, kept)
+
+    def line_comment_ends(self, pos: int) -> bool:
+        """Does a `//` comment end at `pos` (spaces aside)? What follows it must start a line."""
+        before = len(self.text[:pos].rstrip(" \t"))
+        return any(stop == before and self.text.startswith("//", at) for at, stop in self.comments().items())
 
     def find(self, keys: list[str]) -> list[Node]:
         """The nodes along `keys` from the root, as far as objects hold them (the last wins)."""
@@ -183,7 +261,8 @@ class Doc:
         for candidate in [node, self.root()]:
             if candidate.members:
                 _, _, key_end, value = candidate.members[0]
-                return self.text[key_end : value.start]
+                colon = self.text[key_end : value.start]
+                return colon if colon == self.blanked()[key_end : value.start] else ": "  # not a comment
         return ": "
 
     @staticmethod
@@ -194,40 +273,57 @@ class Doc:
         return [(item.start, item.end) for item in container.items]
 
     def insert(self, container: Node, key: str | None, value: Any) -> str | None:
-        """Add a member (key) or an item (key None) at the end of `container`, in its style. An
-        empty container's inside (`{ }`, `[\n]`) is replaced: returned, for `drop` to put back."""
+        """Add a member (key) or an item (key None) at the end of `container`, in its style (after
+        the comments on the last one's line). An empty container's whitespace inside (`{ }`,
+        `[\n]`, after its comments) is replaced: returned, for `drop` to put back."""
         spans = self.spans(container)
-        entries, ends = [span[0] for span in spans], [span[1] for span in spans]
         colon = self.colon(container)
-        if entries:
-            before = self.text[: entries[-1]]
-            lead = before[max(before.rfind(","), before.rfind("{"), before.rfind("[")) + 1 :]
-            if not lead and len(entries) == 1 and " " in colon:
+        named = json.dumps(key) + colon if key is not None else ""
+        if spans:
+            start, end = spans[-1]
+            lead = self.text[self.space_before(start, container.start + 1) : start]
+            if not lead and len(spans) == 1 and " " in colon:
                 lead = " "  # `{"a": 1}`: the file's own spacing, as far as it shows
             inline = "\n" not in lead
-            body = self.dump(value, self.indent_at(entries[-1]), inline, colon)
-            self.splice(ends[-1], ends[-1], "," + lead + (json.dumps(key) + colon if key is not None else "") + body)
+            body = self.dump(value, self.indent_at(start), inline, colon)
+            at = end if inline else self.after_comments(end)
+            self.splice(at, at, lead + named + body)
+            self.splice(end, end, ",")
             return None
         inline = "\n" not in self.text
         outer = self.indent_at(container.start)
         inner = outer + self.unit
-        body = self.dump(value, inner, inline, colon)
-        entry = (json.dumps(key) + colon if key is not None else "") + body
-        wrapped = entry if inline else self.eol + inner + entry + self.eol + outer
-        inside = self.text[container.start + 1 : container.end - 1]
-        self.splice(container.start + 1, container.end - 1, wrapped)
+        entry = named + self.dump(value, inner, inline, colon)
+        first = self.space_before(container.end - 1, container.start + 1)  # after the comments inside
+        if inline:
+            wrapped = entry if first == container.start + 1 else " " + entry
+        else:
+            wrapped = self.eol + inner + entry + self.eol + outer
+        inside = self.text[first : container.end - 1]
+        self.splice(first, container.end - 1, wrapped)
         return inside
 
     def drop(self, container: Node, index: int, inside: str = "") -> None:
-        """Take out member or item `index` with exactly one separator and its lead; the last one
-        leaves `inside` (what `insert` replaced, when we emptied what it filled)."""
+        """Take out member or item `index` with exactly one separator and its lead, and never a
+        comment; the last one leaves `inside` (what `insert` replaced, when we emptied what it
+        filled)."""
         spans = self.spans(container)
+        start, end = spans[index]
         if len(spans) == 1:
-            self.splice(container.start + 1, container.end - 1, inside)
+            lead = self.space_before(start, container.start + 1)
+            plain = self.text[lead : container.end - 1] == self.blanked()[lead : container.end - 1]  # no comment
+            if plain and ("\n" in inside or not self.line_comment_ends(lead)):
+                self.splice(lead, container.end - 1, inside)
+            else:
+                self.cut(lead, end)
         elif index == len(spans) - 1:
-            self.splice(spans[index - 1][1], spans[index][1], "")
+            before = spans[index - 1][1]
+            comma = self.blanked().index(",", before)
+            self.cut(self.space_before(start, comma + 1), end)
+            self.cut(self.space_before(comma, before), comma + 1)
         else:
-            self.splice(spans[index][0], spans[index + 1][0], "")
+            comma = self.blanked().index(",", end)
+            self.cut(start, self.space_after(comma + 1))
 
     def set(self, keys: list[str], value: Any, raw: str | None = None) -> tuple[str | None, str | None]:
         """Put `value` (or the exact text `raw`) at `keys`; the dotted prefix it created, if any,
@@ -344,8 +440,16 @@ def unassign(doc: Doc, name: str, recorded: dict[str, Any]) -> str | None:
         doc.remove_key(keys, recorded.get("created"), text_of(recorded.get("inside")))
         return f"{name}: {describe(now)} -> (removed)"
     raw = recorded.get("before_text")
-    doc.set(keys, before, raw if isinstance(raw, str) and json.loads(raw) == before else None)
+    doc.set(keys, before, raw if isinstance(raw, str) and same(raw, before) else None)
     return f"{name}: {describe(now)} -> {describe(before)}"
+
+
+def same(raw: str, value: Any) -> bool:
+    """Does the text `raw` (from the record: with its comments) read as `value`?"""
+    try:
+        return bool(jsonc(raw) == value)
+    except (ValueError, RecursionError):
+        return False
 
 
 def append(doc: Doc, record: dict[str, Any], name: str, value: Any) -> str | None:
@@ -434,7 +538,7 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
     if not record:
         journal.pop(path, None)
     if changes:
-        json.loads(doc.text)  # our edit is JSON, or nothing is written
+        jsonc(doc.text)  # our edit is JSON as the CLI reads it, or nothing is written
         commit(path, target, seen, doc.text, journal_path, journal, journal_text, damaged)
     out: dict[str, Any] = {"changes": changes}
     if damaged:
@@ -516,7 +620,7 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
         text, value = parse_settings(data)
     except ValueError:
         settled(target, seen)  # half written, perhaps: if so, read again
-        raise Refused(f"{path} is not plain JSON (comments?): nothing was changed") from None
+        raise Refused(f"{path} is not valid JSON, comments allowed (a trailing comma?): nothing was changed") from None
     except RecursionError:
         raise Refused(f"{path} is nested too deeply: nothing was changed") from None
     if not text.strip():
@@ -528,7 +632,7 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
 
 def parse_settings(data: bytes) -> tuple[str, Any]:
     text = data.decode("utf-8")
-    return text, json.loads(text, parse_constant=no_constant) if text.strip() else {}
+    return text, jsonc(text) if text.strip() else {}
 
 
 def settled(target: str, seen: tuple[int, ...] | None) -> None:
