@@ -229,10 +229,26 @@ def test_a_save_read_half_way_is_read_again_when_it_is_done(tmp_path, monkeypatc
         assert settings.read_text() == USERS
 
 
-def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch):
+def no_new_file_beside(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """`folder` as one the user cannot create files in: the settings there are written in place."""
+    mkstemp = tempfile.mkstemp
+
+    def refused(**kwargs: Any) -> tuple[int, str]:
+        if Path(kwargs["dir"]) == folder:
+            raise PermissionError(13, "Permission denied")
+        return mkstemp(**kwargs)
+
+    monkeypatch.setattr(settings_edit.tempfile, "mkstemp", refused)
+
+
+@pytest.mark.parametrize("how", ["renamed", "in place"])
+def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch, how):
     """An edit made on a version the CLI has saved over since is made again on the new one."""
-    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
     settings.write_text(USERS)
+    inode = settings.stat().st_ino
+    if how == "in place":
+        no_new_file_beside(monkeypatch, tmp_path)
     read_journal = settings_edit.read_journal
     saves = [USERS.replace("Dracula", "Nord"), USERS.replace("Dracula", "Nord").replace("pro", "flash")]
 
@@ -246,6 +262,7 @@ def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch):
     assert out["changes"] == ["ide.enabled: (absent) -> true"]
     assert json.loads(settings.read_text())["model"]["name"] == "gemini-2.5-flash"
     assert json.loads(settings.read_text())["ide"] == {"enabled": True}
+    assert (settings.stat().st_ino == inode) == (how == "in place")
     enabled = settings.read_text()
     saves[:] = [enabled] * settings_edit.ATTEMPTS  # saved again before every write: it gives up
     with pytest.raises(settings_edit.Refused, match="kept changing while it was being edited"):
@@ -397,25 +414,62 @@ def shared() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
-def test_as_the_owner_an_unwritable_place_is_refused_and_the_record_is_put_back(shared):
+def test_a_linked_file_in_a_folder_the_user_cannot_create_files_in_is_written_in_place(shared):
+    """Dotfiles checked out where the user may write the file but not create one beside it (issue
+    31): the CLI's own save works there (it writes in place), and so does enable-cli now; it
+    refused, as no new file can be renamed over it there."""
+    dotfiles = shared / "dotfiles"  # root's, 0755
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    real.write_text('{\n  // mine\n  "theme": "x"\n}\n')
+    os.chown(real, 65534, 65534)
+    real.chmod(0o640)
+    home, state = shared / "home", shared / "state"
+    (home / ".gemini").mkdir(parents=True)
+    state.mkdir()
+    link = home / ".gemini" / "settings.json"
+    link.symlink_to(real)
+    for folder in (home, home / ".gemini", state):
+        os.chown(folder, 65534, 65534)
+    journal = state / "journal.json"
+    before, inode = snapshot(real), real.stat().st_ino
+    out = edit("enable", link, journal, *WANT, user=NOBODY)
+    assert "error" not in out and len(out["changes"]) >= 5, out
+    assert our_keys_hold(cli_reads(real.read_bytes())) and b"// mine" in real.read_bytes()
+    assert link.is_symlink() and real.stat().st_ino == inode and os.listdir(dotfiles) == ["settings.json"]
+    assert snapshot(real)[1:] == before[1:]  # mode, owner, group
+    assert len(edit("disable", link, journal, user=NOBODY)["changes"]) >= 5
+    assert snapshot(real) == before and real.stat().st_ino == inode
+
+
+def test_as_the_owner_a_write_that_fails_is_refused_and_the_record_is_put_back(shared):
     state = shared / "state"
     state.mkdir()
     os.chown(state, 65534, 65534)
     journal = state / "journal.json"
-    locked = shared / "locked"  # the user's file in a directory they cannot write: no atomic replace
+    locked = shared / "locked"  # the user's file in a directory they cannot write: written in place
     locked.mkdir()
     settings = locked / "settings.json"
-    settings.write_text('{"a": 1}\n')
+    settings.write_text(json.dumps({"a": "x" * 4000}) + "\n")
     os.chown(settings, 65534, 65534)
     before = snapshot(settings)
-    refused(edit("enable", settings, journal, *WANT, user=NOBODY), "cannot write", str(settings), "Permission denied")
-    assert snapshot(settings) == before and not journal.exists()  # the record written first is taken back
+    # A file size limit a little over the file's (as a full disk would): the write stops part way.
+    limited = ["prlimit", f"--fsize={len(before[0]) + 300}", "--", *NOBODY]
+    out = edit("enable", settings, journal, *WANT, user=limited)
+    refused(out, "cannot write", str(settings), "File too large")
+    assert snapshot(settings) == before and not journal.exists()  # its bytes back, the record taken back
     # An earlier record stays exactly as it was.
     journal.write_text('{"other": {"ide.enabled": {"before": {"absent": true}, "wrote": true}}}\n')
     os.chown(journal, 65534, 65534)
     record = journal.read_bytes()
-    refused(edit("enable", settings, journal, *WANT, user=NOBODY), "cannot write")
+    refused(edit("enable", settings, journal, *WANT, user=limited), "cannot write")
     assert journal.read_bytes() == record and snapshot(settings) == before
+    # A new file cannot be written in place: where the user cannot create it, it is refused.
+    closed = shared / "closed"
+    closed.mkdir(mode=0o555)
+    os.chown(closed, 65534, 65534)
+    refused(edit("enable", closed / "settings.json", journal, *WANT, user=NOBODY), "cannot write", "Permission denied")
+    assert journal.read_bytes() == record and os.listdir(closed) == []
     # The state directory unwritable: nothing is written at all.
     os.chown(journal, 0, 0)
     os.chown(state, 0, 0)

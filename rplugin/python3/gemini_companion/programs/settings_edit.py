@@ -14,7 +14,8 @@ every byte outside our keys stays, and `disable` after `enable` gives the origin
 Comments are read as the CLIs read them (`//` and `/* */`, strip-json-comments) and are never
 cut: an entry taken out leaves every comment that was in or around it.
 A symlinked file is edited through the link (its target is replaced, the link stays); the
-target keeps its mode and group; a file (or, new, a directory) of another user, a read-only
+target keeps its mode and group; in a folder the user cannot create files in, the file is
+written in place (as the CLIs save it), with the same checks; a file (or, new, a directory) of another user, a read-only
 file or anything but a regular file is refused with nothing changed. The journal (JSON, 0600,
 in Neovim's state directory) remembers per settings file and key what was there before (its
 exact text) and what we wrote; it is written before the settings file and put back if that
@@ -539,7 +540,7 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
         journal.pop(path, None)
     if changes:
         jsonc(doc.text)  # our edit is JSON as the CLI reads it, or nothing is written
-        commit(path, target, seen, doc.text, journal_path, journal, journal_text, damaged)
+        commit(path, target, seen, original.encode(), doc.text, journal_path, journal, journal_text, damaged)
     out: dict[str, Any] = {"changes": changes}
     if damaged:
         out["warning"] = f"{damaged}; removed what is recognisable as ours"
@@ -667,12 +668,23 @@ def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
 
 
 def replace(
-    path: str, data: bytes, mode: int, group: int | None = None, still: Callable[[], None] = lambda: None
+    path: str,
+    data: bytes,
+    mode: int,
+    group: int | None = None,
+    still: Callable[[], None] = lambda: None,
+    in_place: Callable[[], None] | None = None,
 ) -> None:
     """Write `data` beside `path`, with `mode` (and `group`), and rename it into place; `still`
-    raises when `path` should no longer be replaced (checked last, after the slow part)."""
+    raises when `path` should no longer be replaced (checked last, after the slow part). In a
+    folder the user cannot create files in, `in_place` writes instead (when given)."""
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
+    except PermissionError:
+        if in_place is None:
+            raise
+        return in_place()
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -688,10 +700,45 @@ def replace(
         raise
 
 
+def rewrite(path: str, target: str, seen: tuple[int, ...] | None, data: bytes, before: bytes) -> None:
+    """Write `data` over the file itself, as the CLIs' own save does: for a file (reached through
+    a link, say) in a folder the user cannot create files in, where no new file can be renamed
+    over it. Owner, mode and links stay by themselves. The same guarantees as the rename: only
+    over the version read (looked at on the descriptor written, the last thing before the write),
+    in one write padded with spaces to the old length, so that the file holds JSON at every
+    moment (then cut to its length); if the write fails part way, the old bytes go back."""
+    fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if identity(os.fstat(fd)) != seen or (target != path and os.path.realpath(path) != target):
+            raise Changed
+        padded = data + b" " * (len(before) - len(data))
+        try:
+            write_at_start(fd, padded)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        except OSError as e:
+            try:
+                write_at_start(fd, before)
+                os.ftruncate(fd, len(before))
+                os.fsync(fd)
+            except OSError:
+                raise Refused(f"cannot write {target} ({e.strerror}) nor put its bytes back: check it") from None
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_at_start(fd: int, data: bytes) -> None:
+    done = 0
+    while done < len(data):  # one write but for a full disk or a size limit: then it raises
+        done += os.pwrite(fd, data[done:], done)
+
+
 def commit(
     path: str,
     target: str,
     seen: tuple[int, ...] | None,
+    before: bytes,
     text: str,
     journal_path: str,
     journal: dict[str, Any],
@@ -722,9 +769,10 @@ def commit(
             st: os.stat_result | None = os.stat(target)
         except FileNotFoundError:
             st = None
-        replace(
-            target, text.encode("utf-8"), st.st_mode & 0o7777 if st else 0o600, st.st_gid if st else None, unchanged
-        )
+        data = text.encode("utf-8")
+        mode, group = (st.st_mode & 0o7777, st.st_gid) if st else (0o600, None)
+        in_place = (lambda: rewrite(path, target, seen, data, before)) if st else None  # a new file cannot be
+        replace(target, data, mode, group, unchanged, in_place)
     except (OSError, Changed) as e:
         if not damaged:
             try:
