@@ -570,7 +570,8 @@ def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_
     journal.write_bytes(journal.read_bytes()[:40])  # truncated
     out = edit("enable", settings, journal, *WANT)
     refused(out, "gemini-companion's own record", str(journal), "damaged")
-    assert "not plain JSON" not in out["error"] and settings.read_bytes() == enabled
+    assert "not plain JSON" not in out["error"] and "not valid JSON" not in out["error"]
+    assert settings.read_bytes() == enabled
     # disable without a usable record: what cli_settings.lua recognises as ours still goes.
     out = edit(
         "disable",
@@ -581,7 +582,8 @@ def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_
     )
     assert "gemini-companion's own record" in out["warning"] and str(journal) in out["warning"]
     value = json.loads(settings.read_text())
-    assert "AfterAgent" not in value["hooks"] and "neovim" not in value["mcpServers"]
+    # Our entries gone; the list they emptied stays (without a record it may be the user's: issue 31)
+    assert value["hooks"]["AfterAgent"] == [] and "neovim" not in value["mcpServers"]
 
 
 # --- the Lua side: recognising ours without a record, and consent --------------------------------
@@ -602,10 +604,48 @@ def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory
     assert journal.exists()
     journal.unlink()  # lost (or written by another Neovim)
     changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
-    assert changes and all("ide." not in line for line in changes), changes
+    assert changes and not any(line.startswith("ide.") and "->" in line for line in changes), changes
     value = json.loads(path.read_text())
-    assert value.get("hooks") is None and value["mcpServers"] == {"mine": {"command": "x"}}, value
+    # Each hook list held only ours: emptied, not removed (it may have been the user's, issue 31)
+    assert all(entries == [] for entries in value["hooks"].values()), value
+    assert value["mcpServers"] == {"mine": {"command": "x"}}, value
     assert value["ide"] == {"enabled": True, "hasSeenNudge": True}  # could be the user's: kept
+    assert "ide.enabled, ide.hasSeenNudge left true: no record that enable-cli set it" in changes[-1], changes
+
+
+def test_without_a_record_the_users_own_empty_objects_and_ide_mode_stay(editor_factory, sandbox):
+    """Settings copied from another machine, the record left behind (issue 31): disable-cli took
+    the user's own `"mcpServers": {}` and hook list with our entries, and said nothing of IDE
+    mode, which it left on. Only entries provably ours go; what is left is said, in one line."""
+    ed = editor_factory()
+    path = gemini_settings_path(ed)
+    path.parent.mkdir(parents=True)
+    original = (
+        '{\n  "ide": {\n    "enabled": true, // from VS Code\n    "hasSeenNudge": true\n  },\n'
+        '  "mcpServers": {},\n  "hooks": {\n    "BeforeAgent": []\n  }\n}\n'
+    )
+    path.write_text(original)
+    assert ed.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
+    enabled = json.loads(settings_edit.blank(path.read_text())[0])
+    assert enabled["mcpServers"] and enabled["hooks"]["BeforeAgent"], enabled
+    (sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json").unlink()
+    changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    value = json.loads(settings_edit.blank(path.read_text())[0])
+    assert value["mcpServers"] == {} and value["hooks"]["BeforeAgent"] == [], value
+    assert value["ide"] == {"enabled": True, "hasSeenNudge": True}
+    assert all(entries == [] for entries in value["hooks"].values()), value
+    assert "// from VS Code" in path.read_text()
+    assert any(line.startswith("left empty, as it may have been yours before: ") for line in changes), changes
+    assert changes[-1].startswith("ide.enabled, ide.hasSeenNudge left true: no record that enable-cli set it")
+    # Removed again, the same text: nothing more is ours.
+    text = path.read_text()
+    again = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    assert path.read_text() == text and not any("->" in line or "entry" in line for line in again), again
+    # Ours by their exact shape: a user's entry that merely mentions our variable is theirs.
+    proxy = {"httpUrl": "http://proxy/?to=${GEMINI_COMPANION_MCP_URL}", "headers": {"X": "y"}}
+    path.write_text(json.dumps({"mcpServers": {"neovim": enabled["mcpServers"]["neovim"], "proxy": proxy}}))
+    ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    assert json.loads(path.read_text()) == {"mcpServers": {"proxy": proxy}}
 
 
 @pytest.mark.timeout(120)

@@ -3,7 +3,8 @@
 `python settings_edit.py enable SETTINGS JOURNAL KEY=JSON...` sets each dotted KEY to the JSON
 value (`KEY+=JSON` appends the value to the list at KEY instead: hook arrays keep the user's
 entries; `KEY-=JSON` takes that exact entry out of the list at KEY, `KEY~=JSON` takes KEY out
-while it holds exactly JSON: cli_settings.lua names what it recognises as ours without a record);
+while it holds exactly JSON: cli_settings.lua names what it recognises as ours without a record;
+what held them stays, even emptied: without a record it may be the user's own `{}`);
 `python settings_edit.py disable SETTINGS JOURNAL [KEY-=JSON|KEY~=JSON...]` takes back
 everything enabled in that file, and those. Prints {"changes": [...]} or {"error": "..."}
 (one line; never a traceback).
@@ -510,6 +511,7 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
     if not isinstance(record, dict):
         record = journal[path] = {}
     changed: list[str | None] = []
+    unrecorded = verb == "disable" and not record
     if verb == "disable":
         for name, recorded in reversed(list(record.items())):
             del record[name]
@@ -519,22 +521,29 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
                 changed.append(f"{name[:-1]}: - one entry" if done else None)
             else:
                 changed.append(unassign(doc, name, entry(recorded, name)))
+    emptied: list[str] = []  # what held only entries of ours: it may have been the user's, empty
     for item in wanted:
         name, _, encoded = item.partition("=")
         value = json.loads(encoded)
         if name.endswith("-"):  # `key-`: entries of ours taken out of the list there
             keys = name[:-1].split(".")
-            done = doc.remove_item(keys, value, keys[0], every=True)
+            # Enabling, the list takes the current entry at once; it is recorded as ours then.
+            done = doc.remove_item(keys, value, keys[0] if verb == "enable" else None, every=True)
             changed.append(f"{name[:-1]}: - one entry" if done else None)
+            emptied += [name[:-1]] if done else []
         elif name.endswith("~"):  # `key~`: a key of ours, while it holds exactly that
             keys = name[:-1].split(".")
             if get(doc, keys) == value:
-                doc.remove_key(keys, keys[0])
+                doc.remove_key(keys, None)
                 changed.append(f"{name[:-1]}: (removed)")
+                emptied.append(".".join(keys[:-1]))
         elif verb == "enable" and name.endswith("+"):  # `key+`: appended to the list there
             changed.append(append(doc, record, name[:-1], value))
         elif verb == "enable":
             changed.append(assign(doc, record, name, value))
+    left = sorted({name for name in emptied if get(doc, name.split(".")) in ({}, [])})
+    if left and verb == "disable":
+        changed.append(f"left empty, as it may have been yours before: {', '.join(left)}")
     changes = [line for line in changed if line]
     if not record:
         journal.pop(path, None)
@@ -542,6 +551,8 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
         jsonc(doc.text)  # our edit is JSON as the CLI reads it, or nothing is written
         commit(path, target, seen, original.encode(), doc.text, journal_path, journal, journal_text, damaged)
     out: dict[str, Any] = {"changes": changes}
+    if unrecorded:
+        out["unrecorded"] = True
     if damaged:
         out["warning"] = f"{damaged}; removed what is recognisable as ours"
     return out
