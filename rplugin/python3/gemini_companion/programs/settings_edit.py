@@ -81,6 +81,8 @@ def blank(text: str) -> tuple[str, dict[int, int]]:
     """`text` with each comment made spaces (its line breaks kept: every value stays where it is)
     and where each comment starts and ends. A leading byte-order mark reads as a space (Qwen
     drops it; Gemini refuses the file, but it is no worse for our keys)."""
+    if "/" not in text:
+        return (" " + text[1:] if text.startswith(BOM) else text), {}
     comments: dict[int, int] = {}
     parts: list[str] = []
     done = 0
@@ -169,7 +171,8 @@ class Doc:
 
     def __init__(self, text: str) -> None:
         self.text = text if text.strip() else "{}" + ("\n" if not text else text)
-        self._parsed: tuple[str, str, dict[int, int], Node] | None = None  # the text as it last was
+        self._blank: tuple[str, str, dict[int, int]] | None = None  # the text as it last was, read
+        self._parsed: tuple[str, Node] | None = None
         self.eol = "\r\n" if "\r\n" in self.text else "\n"
         self.unit = self._unit()
 
@@ -180,14 +183,15 @@ class Doc:
         found = [lead for lead in found if lead]
         return min(found, key=len) if found else "  "
 
-    def _read(self) -> tuple[str, str, dict[int, int], Node]:
-        if self._parsed is None or self._parsed[0] is not self.text:
-            blanked, comments = blank(self.text)
-            self._parsed = (self.text, blanked, comments, parse(blanked))
-        return self._parsed
+    def _read(self) -> tuple[str, str, dict[int, int]]:
+        if self._blank is None or self._blank[0] is not self.text:
+            self._blank = (self.text, *blank(self.text))
+        return self._blank
 
     def root(self) -> Node:
-        return self._read()[3]
+        if self._parsed is None or self._parsed[0] is not self.text:
+            self._parsed = (self.text, parse(self.blanked()))
+        return self._parsed[1]
 
     def blanked(self) -> str:
         return self._read()[1]
@@ -222,7 +226,7 @@ class Doc:
         """Take out the text from `start` to `end`, but for the comments in it (each with the
         whitespace before it; a `//` one ends its line, or it would swallow what follows)."""
         kept = ""
-        for at, stop in sorted(self.comments().items(), reverse=True):
+        for at, stop in sorted(self.comments().items() if "/" in self.text[start:end] else [], reverse=True):
             if start <= at and stop <= end:
                 after = kept or self.text[end:]
                 line = self.text.startswith("//", at) and not after.lstrip(" \t").startswith(("\n", "\r\n"))
@@ -236,6 +240,8 @@ class Doc:
     def line_comment_ends(self, pos: int) -> bool:
         """Does a `//` comment end at `pos` (spaces aside)? What follows it must start a line."""
         before = len(self.text[:pos].rstrip(" \t"))
+        if "//" not in self.text[self.text.rfind("\n", 0, before) + 1 : before]:
+            return False
         return any(stop == before and self.text.startswith("//", at) for at, stop in self.comments().items())
 
     def find(self, keys: list[str]) -> list[Node]:
