@@ -37,6 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+if __name__ == "__main__":  # run by cli_settings.lua: the folder holding the package goes on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gemini_companion.programs.jsonc import blank, jsonc
+
 ABSENT = {"absent": True}
 # A settings file larger than this is refused: every edit re-reads the text (a few KB, usually).
 MAX_BYTES = 1024 * 1024
@@ -67,36 +71,8 @@ class Node:
 
 SPACE = re.compile(r"[ \t\r\n]*")
 WHITE = " \t\r\n"
-# Comments as both CLIs read them (strip-json-comments 3.1 before JSON.parse): outside strings,
-# `//` to the end of the line and `/* */` (one never closed runs to the end of the text).
-TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|//(?:[^\r\n]|\r(?!\n))*|/\*.*?(?:\*/|\Z)', re.DOTALL)
-# What stays of a comment: JavaScript's whitespace (\\s) as it is, anything else a space.
-NOT_JS_SPACE = re.compile("[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
-BOM = "\ufeff"
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 SCALAR = re.compile(r"[^ \t\r\n,\]}]*")
-
-
-def blank(text: str) -> tuple[str, dict[int, int]]:
-    """`text` with each comment made spaces (its line breaks kept: every value stays where it is)
-    and where each comment starts and ends. A leading byte-order mark reads as a space (Qwen
-    drops it; Gemini refuses the file, but it is no worse for our keys)."""
-    if "/" not in text:
-        return (" " + text[1:] if text.startswith(BOM) else text), {}
-    comments: dict[int, int] = {}
-    parts: list[str] = []
-    done = 0
-    for found in TOKEN.finditer(text):
-        if found.group()[0] == "/":
-            parts += [text[done : found.start()], NOT_JS_SPACE.sub(" ", found.group())]
-            comments[found.start()] = done = found.end()
-    blanked = "".join(parts) + text[done:] if comments else text
-    return (" " + blanked[1:] if blanked.startswith(BOM) else blanked), comments
-
-
-def jsonc(text: str) -> Any:
-    """The value the CLIs read in `text` (ValueError: they cannot read it)."""
-    return json.loads(blank(text)[0], parse_constant=no_constant)
 
 
 def end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
@@ -660,10 +636,6 @@ def settled(target: str, seen: tuple[int, ...] | None) -> None:
     time.sleep(SETTLE_SECONDS)
     if current(target) != seen:
         raise Changed
-
-
-def no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")  # Python reads NaN and Infinity; the CLIs do not
 
 
 def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
