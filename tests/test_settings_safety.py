@@ -270,6 +270,28 @@ def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch, ho
     assert settings.read_text() == enabled and json.loads(journal.read_text())  # the record kept
 
 
+def test_written_in_place_the_file_holds_json_at_every_moment(tmp_path, monkeypatch):
+    """In place, a shorter text is written over the longer one padded with spaces, then cut: a CLI
+    starting in between (or an edit stopped there) reads JSON, never our text and a tail of the
+    old one."""
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
+    settings.write_text('{\n  // mine\n  "theme": "x"\n}\n')
+    original = settings.read_bytes()
+    no_new_file_beside(monkeypatch, tmp_path)
+    settings_edit.main(["enable", str(settings), str(journal), *WANT])
+    seen: list[bytes] = []
+    ftruncate = os.ftruncate
+
+    def look_first(fd: int, length: int) -> None:
+        seen.append(settings.read_bytes())
+        ftruncate(fd, length)
+
+    monkeypatch.setattr(settings_edit.os, "ftruncate", look_first)
+    settings_edit.main(["disable", str(settings), str(journal)])
+    assert settings.read_bytes() == original and seen and len(seen[0]) > len(original)
+    assert settings_edit.jsonc(seen[0].decode()) == {"theme": "x"} and seen[0].rstrip(b" ") == original
+
+
 def test_a_save_while_the_edit_is_being_written_is_kept(tmp_path, monkeypatch):
     """The last look is taken after the slow part of the write (fsync), just before the rename."""
     settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
