@@ -445,6 +445,33 @@ def test_settings_spans_agree_with_the_clis_reading_of_comments():
         else:  # a comment with a no-break space: JSON.parse refuses what it keeps of it, Lua reads on
             assert lua_read is None or "\u00a0" in text, text
 
+    hook = {"hooks": [{"type": "command", "command": "x"}]}
+
+    def comments_in(text: str) -> list[str]:
+        return [text[start:end] for start, end in sorted(settings_edit.blank(text)[1].items())]
+
+    def round_trip(text: str) -> None:
+        """Enabled, then taken back: the same bytes; taken out without a record: every comment stays."""
+        doc, record = settings_edit.Doc(text), {}
+        for name, value in [("ide.enabled", True), ("mcpServers.neovim", {"u": 1}), ("k.ide", 1)]:
+            try:
+                settings_edit.assign(doc, record, name, value)
+            except settings_edit.Refused:  # k is no object
+                pass
+        settings_edit.append(doc, record, "hooks.BeforeAgent", hook)
+        enabled = doc.text
+        assert settings_edit.jsonc(enabled)["ide"] == {"enabled": True}
+        settings_edit.take_back(doc, record)
+        assert doc.text == text
+        # The user comments in our entries since: taken out, they leave each comment
+        enabled = enabled.replace('"u":', '/* in */ "u":', 1).replace('"command": "x"', '"command": "x" // c\n', 1)
+        bare = settings_edit.Doc(enabled)
+        bare.remove_item(["hooks", "BeforeAgent"], hook, None, every=True)
+        bare.remove_key(["mcpServers", "neovim"], None)
+        bare.remove_key(["k", "ide"], None)
+        assert settings_edit.jsonc(bare.text)["mcpServers"] == {}
+        assert sorted(comments_in(bare.text)) == sorted(comments_in(enabled))
+
     refused = 0
     for text, theirs in zip(texts, json.loads(run.stdout), strict=True):
         blanked, _ = settings_edit.blank(text)
@@ -459,4 +486,6 @@ def test_settings_spans_agree_with_the_clis_reading_of_comments():
         assert ours == json.loads(theirs)
         # JSON.stringify keeps the last of duplicate keys: compare the spans with Python's own reading
         agrees(text, blanked, settings_edit.parse(blanked), read(blanked))
+        if len(text) % 3 == 0:  # a third: the unit tests stay fast
+            round_trip(text)
     assert 50 < refused < 600

@@ -468,6 +468,20 @@ def insides_of(recorded: dict[str, Any]) -> tuple[str, str]:
     return text_of(insides[0]), text_of(insides[1])
 
 
+def take_back(doc: Doc, record: dict[str, Any]) -> list[str | None]:
+    """Undo what `record` says was written, last first; the record is emptied."""
+    changed: list[str | None] = []
+    for name, recorded in reversed(list(record.items())):
+        del record[name]
+        if name.endswith("+"):
+            got = entry(recorded, name[:-1])
+            done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], False, insides_of(got))
+            changed.append(f"{name[:-1]}: - one entry" if done else None)
+        else:
+            changed.append(unassign(doc, name, entry(recorded, name)))
+    return changed
+
+
 def main(argv: list[str]) -> dict[str, Any]:
     verb, path, journal_path, *wanted = argv
     if verb not in ("enable", "disable"):
@@ -495,14 +509,7 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
     changed: list[str | None] = []
     unrecorded = verb == "disable" and not record
     if verb == "disable":
-        for name, recorded in reversed(list(record.items())):
-            del record[name]
-            if name.endswith("+"):
-                got = entry(recorded, name[:-1])
-                done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], False, insides_of(got))
-                changed.append(f"{name[:-1]}: - one entry" if done else None)
-            else:
-                changed.append(unassign(doc, name, entry(recorded, name)))
+        changed += take_back(doc, record)
     emptied: list[str] = []  # what held only entries of ours: it may have been the user's, empty
     for item in wanted:
         name, _, encoded = item.partition("=")
