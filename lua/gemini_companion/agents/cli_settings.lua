@@ -237,9 +237,9 @@ local function edit(verb, cli, only_hooks, agent_env)
   if out.warning then
     message.notify(out.warning, 'warn')
   end
-  local left = out.unrecorded and ide_left(cli, agent_env)
-  if left then
-    table.insert(out.changes, left)
+  local left = { out.left, out.unrecorded and ide_left(cli, agent_env) or nil }
+  if #vim.tbl_values(left) > 0 then -- what stays and why, one line: not a change
+    message.notify(('%s: %s'):format(path, table.concat(vim.tbl_values(left), '; ')))
   end
   return out.changes
 end

@@ -7,7 +7,8 @@ while it holds exactly JSON: cli_settings.lua names what it recognises as ours w
 what held them stays, even emptied: without a record it may be the user's own `{}`);
 `python settings_edit.py disable SETTINGS JOURNAL [KEY-=JSON|KEY~=JSON...]` takes back
 everything enabled in that file, and those. Prints {"changes": [...]} or {"error": "..."}
-(one line; never a traceback).
+(one line; never a traceback), and on disable `unrecorded` (no record of the file) and `left`
+(what our entries left empty, kept).
 
 The user's text is edited, never re-serialised: each change is a splice of the bytes at one
 key or list item, written in the file's own style (indentation, line ending, separators), so
@@ -531,8 +532,6 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
         elif verb == "enable":
             changed.append(assign(doc, record, name, value))
     left = sorted({name for name in emptied if get(doc, name.split(".")) in ({}, [])})
-    if left and verb == "disable":
-        changed.append(f"left empty, as it may have been yours before: {', '.join(left)}")
     changes = [line for line in changed if line]
     if not record:
         journal.pop(path, None)
@@ -542,6 +541,8 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
     out: dict[str, Any] = {"changes": changes}
     if unrecorded:
         out["unrecorded"] = True
+    if left and verb == "disable" and changes:
+        out["left"] = f"{', '.join(left)} left empty, as it may have been yours before"
     if damaged:
         out["warning"] = f"{damaged}; removed what is recognisable as ours"
     return out
