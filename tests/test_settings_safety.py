@@ -802,6 +802,40 @@ def test_the_real_gemini_writes_back_what_disable_cli_took_out_when_it_saves_a_s
         kill_tmux(["tmux", "-S", str(socket)], env)
 
 
+def test_the_real_gemini_reads_a_commented_file_enable_cli_edited(sandbox):
+    """Gemini CLI 0.61.0 reads settings with comments (issue 31): what enable-cli wrote into one
+    is read by the real CLI (it writes our entries back when it saves `/vim`), comments and all,
+    and disable-cli then takes ours out of what Gemini wrote, leaving its comments."""
+    gemini_settings(sandbox.home, ide_enabled=False)
+    settings = sandbox.home / ".gemini" / "settings.json"
+    text = json.dumps(json.loads(settings.read_text()), indent=2).replace('"model": {', '"model": { // the fast one')
+    settings.write_text("// my settings\n" + text + "\n/* end */\n")
+    journal = sandbox.base / "journal.json"
+    assert edit("enable", settings, journal, *WANT)["changes"]
+    env = terminal_env(sandbox, "http://127.0.0.1:9")  # no model is asked
+    socket = sandbox.base / "tmux.sock"
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True, env=env).stdout
+
+    tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(sandbox.project), str(GEMINI_BIN))
+    try:
+        wait_for(lambda: READY in tmux("capture-pane", "-p"), E2E_TIMEOUT, "Gemini's prompt")
+        tmux("send-keys", "-l", "/vim")
+        wait_for(lambda: "/vim" in tmux("capture-pane", "-p"), E2E_TIMEOUT, "the command typed")
+        tmux("send-keys", "Enter")
+        wait_for(lambda: "vimMode" in settings.read_text(), E2E_TIMEOUT, "a save")
+    finally:
+        kill_tmux(["tmux", "-S", str(socket)], env)
+    saved = settings.read_text()
+    value = cli_reads(saved.encode())
+    assert value["mcpServers"]["neovim"] == SERVER and value["ide"]["enabled"] is True, saved
+    assert "// the fast one" in saved and "// my settings" in saved, saved
+    assert edit("disable", settings, journal)["changes"]
+    after = settings.read_text()
+    assert "neovim" not in cli_reads(after.encode()).get("mcpServers", {}) and "// the fast one" in after, after
+
+
 def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):
     package = sandbox.base / "gemini-cli"  # a stand-in install: the plugin knows Gemini by its package
     (package / "bin").mkdir(parents=True)
