@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -84,7 +85,34 @@ CORPUS = {
     "spaced empty list": '{\n  "hooks": {\n    "BeforeAgent": [ ],\n    "AfterAgent": [\n\n    ]\n  }\n}\n',
     "spaced empty file object": "{ }\n",
     "empty file object on two lines": "{\r\n}\r\n",
+    # Comments, as both CLIs read them (issue 31): each stays, byte for byte, where it was.
+    "comments around": '// my settings\n{\n  /* theme */ "theme": "x", // dark\n  "a": 1 // last\n}\n// end\n',
+    "comment in what we add to": '{\n  "mcpServers": { // mine\n  },\n  "ide": {\n    /* later */\n  }\n}\n',
+    "comment holding brace and quote": '{\n  // { "ide": { "enabled": false } }\n  "a": "x" /* " } */\n}\n',
+    "slashes in strings": '{\n  "url": "http://x/*y*/", // "z"\n  "p": "a//b"\n}\n',
+    "comment over lines": '{\n  "a": 1\n  /* one,\n     two, "three" */\n}\n',
+    "comment at the end, no newline": '{\n  "a": 1\n} // end',
+    "open comment at the end": '{"a": 1} /* never closed',
+    "comments one line": '{/* a */"a": 1 /* b */, "ide": { /* c */ }}',
+    "comments crlf": '{\r\n  // first\r\n  "a": 1, // one\r\n  "hooks": { /* h */\r\n  }\r\n}\r\n',
+    "comments and users hooks": (
+        '{\n  "hooks": {\n    "BeforeAgent": [\n      // mine\n      {"hooks": []} // keep\n    ]\n  }\n}\n'
+    ),
+    "comment after the last key": '{\n  "ide": {\n    "enabled": false // off for now\n  }\n}\n',
+    "byte-order mark": '\ufeff{\r\n  "a": 1 // Notepad\r\n}\r\n',
 }
+
+
+def cli_reads(text: bytes) -> Any:
+    """The value the CLIs read: their own strip-json-comments, then JSON.parse (a byte-order mark
+    dropped first, as Qwen does; Gemini refuses such a file)."""
+    script = (
+        "const t = require('fs').readFileSync(0, 'utf8').replace(/^\\uFEFF/, '');"
+        "process.stdout.write(JSON.stringify(JSON.parse(require('strip-json-comments')(t))))"
+    )
+    run = subprocess.run(["node", "-e", script], input=text, capture_output=True, cwd=ROOT / "tests" / "node")
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
 
 
 def our_keys_hold(value: dict[str, Any]) -> bool:
@@ -125,7 +153,7 @@ def test_enable_touches_only_our_keys_and_disable_gives_back_every_byte(tmp_path
     out = edit("enable", settings, journal, *WANT)
     assert "error" not in out, out
     enabled = settings.read_bytes()
-    value = json.loads(enabled)
+    value = cli_reads(enabled)
     assert our_keys_hold(value), value
     assert edit("enable", settings, journal, *WANT)["changes"] == []  # idempotent
     if text.strip():
@@ -134,10 +162,11 @@ def test_enable_touches_only_our_keys_and_disable_gives_back_every_byte(tmp_path
         a, b = original.decode("utf-8", "surrogatepass"), enabled.decode("utf-8", "surrogatepass")
         for op, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if op in ("replace", "delete"):
-                assert a[i1:i2].strip() in ("false", "true", "", "}", '"command": "mine" }'), (op, a[i1:i2], b)
+                # (false -> true may align as fals -> tru, keeping the e)
+                assert a[i1:i2].strip() in ("false", "fals", "true", "", "}", '"command": "mine" }'), (op, a[i1:i2], b)
         eol = "\r\n" if "\r\n" in a else "\n"
         assert b.count("\n") == b.count(eol), "one line ending"
-        assert without_ours(value) == without_ours(json.loads(original or b"{}")) or style == "duplicate key"
+        assert without_ours(value) == without_ours(cli_reads(original or b"{}")) or style == "duplicate key"
     assert len(edit("disable", settings, journal)["changes"]) >= 5
     if text.strip():
         assert settings.read_bytes() == original
@@ -163,6 +192,25 @@ def test_a_change_of_the_users_in_between_stays_and_the_rest_comes_back(tmp_path
 USERS = json.dumps({"theme": "Dracula", "model": {"name": "gemini-2.5-pro"}}, indent=2) + "\n"
 
 
+NOTE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def test_comments_written_around_our_keys_since_stay_when_they_are_taken_back(tmp_path):
+    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings.write_text('{\n  "theme": "x" // dark\n}\n')
+    edit("enable", settings, journal, *WANT)
+    text = settings.read_text()  # the user annotates what we wrote, and adds a key after it
+    text = text.replace('"neovim": {', '// the editor\n    "neovim": { /* ours */', 1)
+    text = text.replace('"hasSeenNudge": true', '"hasSeenNudge": true // seen', 1)
+    text = text.replace('"hooks": {', '"hooks": { /* turns */', 1)
+    text = text.rstrip()[:-1].rstrip() + ',\n  // mine, after\n  "zz": 1\n}\n'
+    settings.write_text(text)
+    assert len(edit("disable", settings, journal)["changes"]) >= 5
+    after = settings.read_text()
+    assert NOTE.findall(after) == NOTE.findall(text), after
+    assert cli_reads(after.encode()) == {"theme": "x", "zz": 1}, after
+
+
 def test_a_save_read_half_way_is_read_again_when_it_is_done(tmp_path, monkeypatch):
     """The CLIs save in place: truncate, then write. An edit that read the file in between (empty,
     or cut short) wrote back its edit of nothing: every setting of the user's was gone."""
@@ -181,10 +229,26 @@ def test_a_save_read_half_way_is_read_again_when_it_is_done(tmp_path, monkeypatc
         assert settings.read_text() == USERS
 
 
-def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch):
+def no_new_file_beside(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """`folder` as one the user cannot create files in: the settings there are written in place."""
+    mkstemp = tempfile.mkstemp
+
+    def refused(**kwargs: Any) -> tuple[int, str]:
+        if Path(kwargs["dir"]) == folder:
+            raise PermissionError(13, "Permission denied")
+        return mkstemp(**kwargs)
+
+    monkeypatch.setattr(settings_edit.tempfile, "mkstemp", refused)
+
+
+@pytest.mark.parametrize("how", ["renamed", "in place"])
+def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch, how):
     """An edit made on a version the CLI has saved over since is made again on the new one."""
-    settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
     settings.write_text(USERS)
+    inode = settings.stat().st_ino
+    if how == "in place":
+        no_new_file_beside(monkeypatch, tmp_path)
     read_journal = settings_edit.read_journal
     saves = [USERS.replace("Dracula", "Nord"), USERS.replace("Dracula", "Nord").replace("pro", "flash")]
 
@@ -198,11 +262,34 @@ def test_a_save_between_the_read_and_the_write_is_kept(tmp_path, monkeypatch):
     assert out["changes"] == ["ide.enabled: (absent) -> true"]
     assert json.loads(settings.read_text())["model"]["name"] == "gemini-2.5-flash"
     assert json.loads(settings.read_text())["ide"] == {"enabled": True}
+    assert (settings.stat().st_ino == inode) == (how == "in place")
     enabled = settings.read_text()
     saves[:] = [enabled] * settings_edit.ATTEMPTS  # saved again before every write: it gives up
     with pytest.raises(settings_edit.Refused, match="kept changing while it was being edited"):
         settings_edit.main(["disable", str(settings), str(journal)])
     assert settings.read_text() == enabled and json.loads(journal.read_text())  # the record kept
+
+
+def test_written_in_place_the_file_holds_json_at_every_moment(tmp_path, monkeypatch):
+    """In place, a shorter text is written over the longer one padded with spaces, then cut: a CLI
+    starting in between (or an edit stopped there) reads JSON, never our text and a tail of the
+    old one."""
+    settings, journal = tmp_path / "settings.json", tmp_path / "state" / "journal.json"
+    settings.write_text('{\n  // mine\n  "theme": "x"\n}\n')
+    original = settings.read_bytes()
+    no_new_file_beside(monkeypatch, tmp_path)
+    settings_edit.main(["enable", str(settings), str(journal), *WANT])
+    seen: list[bytes] = []
+    ftruncate = os.ftruncate
+
+    def look_first(fd: int, length: int) -> None:
+        seen.append(settings.read_bytes())
+        ftruncate(fd, length)
+
+    monkeypatch.setattr(settings_edit.os, "ftruncate", look_first)
+    settings_edit.main(["disable", str(settings), str(journal)])
+    assert settings.read_bytes() == original and seen and len(seen[0]) > len(original)
+    assert settings_edit.jsonc(seen[0].decode()) == {"theme": "x"} and seen[0].rstrip(b" ") == original
 
 
 def test_a_save_while_the_edit_is_being_written_is_kept(tmp_path, monkeypatch):
@@ -349,25 +436,62 @@ def shared() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
-def test_as_the_owner_an_unwritable_place_is_refused_and_the_record_is_put_back(shared):
+def test_a_linked_file_in_a_folder_the_user_cannot_create_files_in_is_written_in_place(shared):
+    """Dotfiles checked out where the user may write the file but not create one beside it (issue
+    31): the CLI's own save works there (it writes in place), and so does enable-cli now; it
+    refused, as no new file can be renamed over it there."""
+    dotfiles = shared / "dotfiles"  # root's, 0755
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    real.write_text('{\n  // mine\n  "theme": "x"\n}\n')
+    os.chown(real, 65534, 65534)
+    real.chmod(0o640)
+    home, state = shared / "home", shared / "state"
+    (home / ".gemini").mkdir(parents=True)
+    state.mkdir()
+    link = home / ".gemini" / "settings.json"
+    link.symlink_to(real)
+    for folder in (home, home / ".gemini", state):
+        os.chown(folder, 65534, 65534)
+    journal = state / "journal.json"
+    before, inode = snapshot(real), real.stat().st_ino
+    out = edit("enable", link, journal, *WANT, user=NOBODY)
+    assert "error" not in out and len(out["changes"]) >= 5, out
+    assert our_keys_hold(cli_reads(real.read_bytes())) and b"// mine" in real.read_bytes()
+    assert link.is_symlink() and real.stat().st_ino == inode and os.listdir(dotfiles) == ["settings.json"]
+    assert snapshot(real)[1:] == before[1:]  # mode, owner, group
+    assert len(edit("disable", link, journal, user=NOBODY)["changes"]) >= 5
+    assert snapshot(real) == before and real.stat().st_ino == inode
+
+
+def test_as_the_owner_a_write_that_fails_is_refused_and_the_record_is_put_back(shared):
     state = shared / "state"
     state.mkdir()
     os.chown(state, 65534, 65534)
     journal = state / "journal.json"
-    locked = shared / "locked"  # the user's file in a directory they cannot write: no atomic replace
+    locked = shared / "locked"  # the user's file in a directory they cannot write: written in place
     locked.mkdir()
     settings = locked / "settings.json"
-    settings.write_text('{"a": 1}\n')
+    settings.write_text(json.dumps({"a": "x" * 4000}) + "\n")
     os.chown(settings, 65534, 65534)
     before = snapshot(settings)
-    refused(edit("enable", settings, journal, *WANT, user=NOBODY), "cannot write", str(settings), "Permission denied")
-    assert snapshot(settings) == before and not journal.exists()  # the record written first is taken back
+    # A file size limit a little over the file's (as a full disk would): the write stops part way.
+    limited = ["prlimit", f"--fsize={len(before[0]) + 300}", "--", *NOBODY]
+    out = edit("enable", settings, journal, *WANT, user=limited)
+    refused(out, "cannot write", str(settings), "File too large")
+    assert snapshot(settings) == before and not journal.exists()  # its bytes back, the record taken back
     # An earlier record stays exactly as it was.
     journal.write_text('{"other": {"ide.enabled": {"before": {"absent": true}, "wrote": true}}}\n')
     os.chown(journal, 65534, 65534)
     record = journal.read_bytes()
-    refused(edit("enable", settings, journal, *WANT, user=NOBODY), "cannot write")
+    refused(edit("enable", settings, journal, *WANT, user=limited), "cannot write")
     assert journal.read_bytes() == record and snapshot(settings) == before
+    # A new file cannot be written in place: where the user cannot create it, it is refused.
+    closed = shared / "closed"
+    closed.mkdir(mode=0o555)
+    os.chown(closed, 65534, 65534)
+    refused(edit("enable", closed / "settings.json", journal, *WANT, user=NOBODY), "cannot write", "Permission denied")
+    assert journal.read_bytes() == record and os.listdir(closed) == []
     # The state directory unwritable: nothing is written at all.
     os.chown(journal, 0, 0)
     os.chown(state, 0, 0)
@@ -398,16 +522,17 @@ def test_as_the_owner_an_unwritable_place_is_refused_and_the_record_is_put_back(
 @pytest.mark.parametrize(
     ("content", "why"),
     [
-        (b'{"a": 1, // mine\n}', "not plain JSON"),
-        (b"\xff\xfe{}", "not plain JSON"),
-        (b'{"a": "\xc3"}', "not plain JSON"),
+        (b'{"a": 1, // mine\n}', "not valid JSON"),
+        (b"\xff\xfe{}", "not valid JSON"),
+        (b'{"a": "\xc3"}', "not valid JSON"),
         (b"[1, 2]", "does not hold a JSON object"),
         (b"[" * 100000 + b"]" * 100000, "nothing was changed"),
         (b'{"ide": true}', "ide is not an object"),
         (b'{"hooks": {"AfterAgent": 3}}', ""),
-        (b"\xef\xbb\xbf{}", "not plain JSON"),
-        (b'{"a": NaN}', "not plain JSON"),
-        (b'{"a": -Infinity}', "not plain JSON"),
+        (b"\xef\xbb\xbf", "not valid JSON"),  # a byte-order mark and no object
+        (b"// only a comment\n", "not valid JSON"),  # the CLIs refuse it too
+        (b'{"a": NaN}', "not valid JSON"),
+        (b'{"a": -Infinity}', "not valid JSON"),
     ],
 )
 def test_any_settings_content_is_one_line_and_changes_nothing(tmp_path, content, why):
@@ -467,7 +592,8 @@ def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_
     journal.write_bytes(journal.read_bytes()[:40])  # truncated
     out = edit("enable", settings, journal, *WANT)
     refused(out, "gemini-companion's own record", str(journal), "damaged")
-    assert "not plain JSON" not in out["error"] and settings.read_bytes() == enabled
+    assert "not plain JSON" not in out["error"] and "not valid JSON" not in out["error"]
+    assert settings.read_bytes() == enabled
     # disable without a usable record: what cli_settings.lua recognises as ours still goes.
     out = edit(
         "disable",
@@ -478,7 +604,8 @@ def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_
     )
     assert "gemini-companion's own record" in out["warning"] and str(journal) in out["warning"]
     value = json.loads(settings.read_text())
-    assert "AfterAgent" not in value["hooks"] and "neovim" not in value["mcpServers"]
+    # Our entries gone; the list they emptied stays (without a record it may be the user's: issue 31)
+    assert value["hooks"]["AfterAgent"] == [] and "neovim" not in value["mcpServers"]
 
 
 # --- the Lua side: recognising ours without a record, and consent --------------------------------
@@ -499,10 +626,55 @@ def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory
     assert journal.exists()
     journal.unlink()  # lost (or written by another Neovim)
     changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
-    assert changes and all("ide." not in line for line in changes), changes
+    assert changes and not any(line.startswith("ide.") and "->" in line for line in changes), changes
     value = json.loads(path.read_text())
-    assert value.get("hooks") is None and value["mcpServers"] == {"mine": {"command": "x"}}, value
+    # Each hook list held only ours: emptied, not removed (it may have been the user's, issue 31)
+    assert all(entries == [] for entries in value["hooks"].values()), value
+    assert value["mcpServers"] == {"mine": {"command": "x"}}, value
     assert value["ide"] == {"enabled": True, "hasSeenNudge": True}  # could be the user's: kept
+    said = [line for line in ed.messages().splitlines() if line.startswith(f"gemini-companion: {path}: hooks.")]
+    assert len(said) == 1 and "left empty, as it may have been yours before; ide.enabled" in said[0], ed.messages()
+
+
+def test_without_a_record_the_users_own_empty_objects_and_ide_mode_stay(editor_factory, sandbox):
+    """Settings copied from another machine, the record left behind (issue 31): disable-cli took
+    the user's own `"mcpServers": {}` and hook list with our entries, and said nothing of IDE
+    mode, which it left on. Only entries provably ours go; what is left is said, in one line."""
+    ed = editor_factory()
+    path = gemini_settings_path(ed)
+    path.parent.mkdir(parents=True)
+    original = (
+        '{\n  "ide": {\n    "enabled": true, // from VS Code\n    "hasSeenNudge": true\n  },\n'
+        '  "mcpServers": {},\n  "hooks": {\n    "BeforeAgent": []\n  }\n}\n'
+    )
+    path.write_text(original)
+    assert ed.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
+    enabled = json.loads(settings_edit.blank(path.read_text())[0])
+    assert enabled["mcpServers"] and enabled["hooks"]["BeforeAgent"], enabled
+    (sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json").unlink()
+    changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    value = json.loads(settings_edit.blank(path.read_text())[0])
+    assert value["mcpServers"] == {} and value["hooks"]["BeforeAgent"] == [], value
+    assert value["ide"] == {"enabled": True, "hasSeenNudge": True}
+    assert all(entries == [] for entries in value["hooks"].values()), value
+    assert "// from VS Code" in path.read_text()
+    assert changes and not any("left" in line for line in changes), changes  # changes only
+    said = [line for line in ed.messages().splitlines() if line.startswith(f"gemini-companion: {path}: ")]
+    assert len(said) == 1, ed.messages()  # what stays, and why: one line
+    assert "hooks.BeforeAgent" in said[0] and "mcpServers left empty, as it may have been yours before" in said[0]
+    assert said[0].endswith(
+        "; ide.enabled, ide.hasSeenNudge left true: no record that enable-cli set it, it may be yours"
+        " (/ide disable turns IDE mode off)"
+    ), said
+    # Removed again, the same text: nothing more is ours.
+    text = path.read_text()
+    again = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    assert path.read_text() == text and not any("->" in line or "entry" in line for line in again), again
+    # Ours by their exact shape: a user's entry that merely mentions our variable is theirs.
+    proxy = {"httpUrl": "http://proxy/?to=${GEMINI_COMPANION_MCP_URL}", "headers": {"X": "y"}}
+    path.write_text(json.dumps({"mcpServers": {"neovim": enabled["mcpServers"]["neovim"], "proxy": proxy}}))
+    ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    assert json.loads(path.read_text()) == {"mcpServers": {"proxy": proxy}}
 
 
 @pytest.mark.timeout(120)
@@ -628,6 +800,40 @@ def test_the_real_gemini_writes_back_what_disable_cli_took_out_when_it_saves_a_s
         assert "neovim" in saved["mcpServers"] and saved["ide"]["enabled"] is True, saved
     finally:
         kill_tmux(["tmux", "-S", str(socket)], env)
+
+
+def test_the_real_gemini_reads_a_commented_file_enable_cli_edited(sandbox):
+    """Gemini CLI 0.61.0 reads settings with comments (issue 31): what enable-cli wrote into one
+    is read by the real CLI (it writes our entries back when it saves `/vim`), comments and all,
+    and disable-cli then takes ours out of what Gemini wrote, leaving its comments."""
+    gemini_settings(sandbox.home, ide_enabled=False)
+    settings = sandbox.home / ".gemini" / "settings.json"
+    text = json.dumps(json.loads(settings.read_text()), indent=2).replace('"model": {', '"model": { // the fast one')
+    settings.write_text("// my settings\n" + text + "\n/* end */\n")
+    journal = sandbox.base / "journal.json"
+    assert edit("enable", settings, journal, *WANT)["changes"]
+    env = terminal_env(sandbox, "http://127.0.0.1:9")  # no model is asked
+    socket = sandbox.base / "tmux.sock"
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True, env=env).stdout
+
+    tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(sandbox.project), str(GEMINI_BIN))
+    try:
+        wait_for(lambda: READY in tmux("capture-pane", "-p"), E2E_TIMEOUT, "Gemini's prompt")
+        tmux("send-keys", "-l", "/vim")
+        wait_for(lambda: "/vim" in tmux("capture-pane", "-p"), E2E_TIMEOUT, "the command typed")
+        tmux("send-keys", "Enter")
+        wait_for(lambda: "vimMode" in settings.read_text(), E2E_TIMEOUT, "a save")
+    finally:
+        kill_tmux(["tmux", "-S", str(socket)], env)
+    saved = settings.read_text()
+    value = cli_reads(saved.encode())
+    assert value["mcpServers"]["neovim"] == SERVER and value["ide"]["enabled"] is True, saved
+    assert "// the fast one" in saved and "// my settings" in saved, saved
+    assert edit("disable", settings, journal)["changes"]
+    after = settings.read_text()
+    assert "neovim" not in cli_reads(after.encode()).get("mcpServers", {}) and "// the fast one" in after, after
 
 
 def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import nvim_binary
 from gemini_companion.context import context
 from gemini_companion.review import diff
 from gemini_companion.server import access, discovery, launch, mcp_server
@@ -350,3 +351,141 @@ def test_settings_spans_agree_with_json_on_any_text():
         if not text.strip().startswith("{"):
             continue
         agrees(text, settings_edit.parse(text), read(text))
+
+
+def test_settings_spans_agree_with_the_clis_reading_of_comments():
+    """With comments anywhere (issue 31): `blank` reads what the CLIs' own strip-json-comments
+    (3.1.1, in both bundles) reads, valid or not, and every span parse gives on it holds, in the
+    user's text itself, what the CLI reads at that place."""
+    from gemini_companion.programs import settings_edit
+
+    node = Path(__file__).parents[1] / "node"
+    if not (node / "node_modules" / "strip-json-comments").is_dir():
+        pytest.skip("no tests/node/node_modules (make node)")
+    rng = random.Random(31)
+    notes = ["// x", "/* y */", '/* { " } */', '// { "', "/* a\n b */", "/*/ */", "/**/", "// \u00e9 \U0001f4a5"]
+    words = ["a", "http://x", "/*", "*/", "//", 'q"/*"', "k\\ey", "a\\", "\u2028"]
+
+    def space() -> str:
+        roll = rng.random()
+        if roll < 0.5:
+            return rng.choice([" ", "\n", "\r\n", "", "\t"])
+        note = rng.choice(notes)
+        return " " + note + ("\n" if note.startswith("//") else rng.choice(["", " "]))
+
+    def value(depth: int) -> str:
+        roll = rng.random()
+        if depth > 3 or roll < 0.35:
+            return rng.choice(["1", "true", "null", json.dumps(rng.choice(words))])
+        parts = [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        if roll < 0.7:
+            parts = [json.dumps(rng.choice(words)) + space() + ":" + space() + part for part in parts]
+            return "{" + space() + ("," + space()).join(parts) + space() + "}"
+        return "[" + space() + ("," + space()).join(parts) + space() + "]"
+
+    texts = []
+    for _ in range(3000):
+        text = space() + "{" + space() + '"k":' + space() + value(0) + space() + "}" + space()
+        if rng.random() < 0.1:  # broken at one place: both must refuse it
+            at = rng.randrange(len(text))
+            text = text[:at] + rng.choice(["/", "*/", '"', "//", "/* \u00a0 */"]) + text[at:]
+        texts.append(text)
+    script = (
+        "const strip = require('strip-json-comments');"
+        "const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "process.stdout.write(JSON.stringify(texts.map(t => { try { return JSON.stringify(JSON.parse(strip(t))) }"
+        " catch (e) { return null } })))"
+    )
+    run = subprocess.run(["node", "-e", script], input=json.dumps(texts), capture_output=True, text=True, cwd=node)
+    assert run.returncode == 0, run.stderr
+
+    def read(text: str) -> Any:
+        return json.loads(text, object_pairs_hook=list)
+
+    def agrees(text: str, blanked: str, node: settings_edit.Node, expected: Any) -> None:
+        assert read(settings_edit.blank(text[node.start : node.end])[0]) == expected
+        if node.kind == "object":
+            for (key, key_start, key_end, child), (expected_key, item) in zip(node.members, expected, strict=True):
+                assert json.loads(text[key_start:key_end]) == key == expected_key
+                agrees(text, blanked, child, item)
+        elif node.kind == "array":
+            for child, item in zip(node.items, expected, strict=True):
+                agrees(text, blanked, child, item)
+
+    lua = (  # json_file.lua reads the same (for missing(), ide_enabled(), :checkhealth, trust)
+        "vim.opt.runtimepath:prepend(arg[1]); local read = require('gemini_companion.json_file').strip_comments;"
+        "local out = {}; for _, t in ipairs(vim.json.decode(io.read('*a'))) do"
+        " local ok, v = pcall(vim.json.decode, read(t)); table.insert(out, ok and vim.json.encode(v) or vim.NIL) end;"
+        "io.write(vim.json.encode(out))"
+    )
+    script_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"strip-{os.getpid()}.lua"
+    script_path.write_text(lua)
+    try:
+        neovim = subprocess.run(
+            [nvim_binary(), "--clean", "-l", str(script_path), str(Path(__file__).parents[2])],
+            input=json.dumps(texts),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        script_path.unlink()
+    assert neovim.returncode == 0, neovim.stderr
+
+    def hollow(value: Any) -> Any:  # Lua has one empty table for {} and []
+        if isinstance(value, dict):
+            return {k: hollow(v) for k, v in value.items()} or None
+        if isinstance(value, list):
+            return [hollow(v) for v in value] or None
+        return value
+
+    for text, theirs, lua_read in zip(texts, json.loads(run.stdout), json.loads(neovim.stdout), strict=True):
+        if theirs is not None:
+            assert lua_read is not None and hollow(json.loads(lua_read)) == hollow(json.loads(theirs)), text
+        else:  # a comment with a no-break space: JSON.parse refuses what it keeps of it, Lua reads on
+            assert lua_read is None or "\u00a0" in text, text
+
+    hook = {"hooks": [{"type": "command", "command": "x"}]}
+
+    def comments_in(text: str) -> list[str]:
+        return [text[start:end] for start, end in sorted(settings_edit.blank(text)[1].items())]
+
+    def round_trip(text: str) -> None:
+        """Enabled, then taken back: the same bytes; taken out without a record: every comment stays."""
+        doc, record = settings_edit.Doc(text), {}
+        for name, value in [("ide.enabled", True), ("mcpServers.neovim", {"u": 1}), ("k.ide", 1)]:
+            try:
+                settings_edit.assign(doc, record, name, value)
+            except settings_edit.Refused:  # k is no object
+                pass
+        settings_edit.append(doc, record, "hooks.BeforeAgent", hook)
+        enabled = doc.text
+        assert settings_edit.jsonc(enabled)["ide"] == {"enabled": True}
+        settings_edit.take_back(doc, record)
+        assert doc.text == text
+        # The user comments in our entries since: taken out, they leave each comment
+        enabled = enabled.replace('"u":', '/* in */ "u":', 1).replace('"command": "x"', '"command": "x" // c\n', 1)
+        bare = settings_edit.Doc(enabled)
+        bare.remove_item(["hooks", "BeforeAgent"], hook, None, every=True)
+        bare.remove_key(["mcpServers", "neovim"], None)
+        bare.remove_key(["k", "ide"], None)
+        assert settings_edit.jsonc(bare.text)["mcpServers"] == {}
+        assert sorted(comments_in(bare.text)) == sorted(comments_in(enabled))
+
+    refused = 0
+    for text, theirs in zip(texts, json.loads(run.stdout), strict=True):
+        blanked, _ = settings_edit.blank(text)
+        assert len(blanked) == len(text)  # every value stays where it is
+        try:
+            ours = settings_edit.jsonc(text)
+        except ValueError:
+            assert theirs is None, text
+            refused += 1
+            continue
+        assert theirs is not None, text
+        assert ours == json.loads(theirs)
+        # JSON.stringify keeps the last of duplicate keys: compare the spans with Python's own reading
+        agrees(text, blanked, settings_edit.parse(blanked), read(blanked))
+        if len(text) % 3 == 0:  # a third: the unit tests stay fast
+            round_trip(text)
+    assert 50 < refused < 600

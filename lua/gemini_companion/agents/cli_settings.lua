@@ -5,7 +5,8 @@
 --- takes back exactly what was written (a key we added is removed, a value we changed is
 --- restored: the original bytes when nothing else changed). What was written is remembered in
 --- Neovim's state directory, written before the file; our hook and tool entries are recognised
---- without it. 'ask' writes only after an explicit Yes (no UI, <Esc>, <C-c>: no). Gemini CLI has no other way for a normal
+--- without it (by their exact shape: what held them, and IDE mode, stay and are named). Comments
+--- are read as the CLIs read them (json_file.lua) and kept. 'ask' writes only after an explicit Yes (no UI, <Esc>, <C-c>: no). Gemini CLI has no other way for a normal
 --- user (it ignores a system-defaults file it does not find root-owned); Qwen gets IDE mode per
 --- session anyway (qwen_defaults.lua), so its user file only matters for a Qwen started outside.
 local env = require('gemini_companion.env')
@@ -146,6 +147,37 @@ local function declined_path(cli, agent_env)
   return vim.fn.stdpath('state') .. '/gemini-companion/declined-' .. cli .. own
 end
 
+--- A tool entry of ours, record or not: its URL and token are exactly our variables (as this
+--- version writes them, or `${VAR}` as earlier ones did); a user's entry never reads them whole.
+---@param server any
+---@return boolean
+local function our_server(server)
+  local function names(value, variable, prefix)
+    return type(value) == 'string'
+      and (value == prefix .. '${' .. variable .. ':-}' or value == prefix .. '${' .. variable .. '}')
+  end
+  return type(server) == 'table'
+    and names(server.httpUrl, env.mcp_url, '')
+    and names(vim.tbl_get(server, 'headers', 'Authorization'), env.mcp_token, 'Bearer ')
+end
+
+--- Without a record of enable-cli, IDE mode may be the user's own (`/ide enable`, or a nudge
+--- they accepted): it is left on, and said so once.
+---@param cli 'gemini'|'qwen'
+---@param agent_env? table<string, string>
+---@return string?
+local function ide_left(cli, agent_env)
+  local ide = (json_file.read(M.path(cli, agent_env)) or {}).ide
+  local on = vim.tbl_filter(function(key)
+    return type(ide) == 'table' and ide[key] == true
+  end, { 'enabled', 'hasSeenNudge' })
+  if #on > 0 then
+    return ('ide.%s left true: no record that enable-cli set it, it may be yours (/ide disable turns IDE mode off)'):format(
+      table.concat(on, ', ide.')
+    )
+  end
+end
+
 --- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
 ---@param verb 'enable'|'disable'
 ---@param cli 'gemini'|'qwen'
@@ -175,9 +207,7 @@ local function edit(verb, cli, only_hooks, agent_env)
   end
   if verb == 'disable' then -- without a record (lost, or another Neovim's): what is plainly ours
     for name, server in pairs(type(settings.mcpServers) == 'table' and settings.mcpServers or {}) do
-      -- A tool entry whose URL names our variable is ours, record or not.
-      local url = type(server) == 'table' and server.httpUrl
-      if type(url) == 'string' and url:find(env.mcp_url, 1, true) then
+      if our_server(server) then
         table.insert(argv, 'mcpServers.' .. name .. '~=' .. vim.json.encode(server))
       end
     end
@@ -206,6 +236,10 @@ local function edit(verb, cli, only_hooks, agent_env)
   end
   if out.warning then
     message.notify(out.warning, 'warn')
+  end
+  local left = { out.left, out.unrecorded and ide_left(cli, agent_env) or nil }
+  if #vim.tbl_values(left) > 0 then -- what stays and why, one line: not a change
+    message.notify(('%s: %s'):format(path, table.concat(vim.tbl_values(left), '; ')))
   end
   return out.changes
 end

@@ -106,10 +106,12 @@ return {
     assert(#cli_settings.missing('gemini') == 0, vim.inspect(cli_settings.missing('gemini')))
     assert(cli_settings.disable('gemini'))
     assert(vim.deep_equal(read(path).hooks, { BeforeAgent = { mine } }), vim.inspect(read(path).hooks))
-    -- Written by a Neovim whose journal this one does not have: disable takes them out all the same.
+    -- Written by a Neovim whose journal this one does not have: disable takes them out all the same
+    -- (the lists they leave empty stay: without a record they may have been the user's).
     path = fresh(vim.json.encode({ hooks = hooks }))
     assert(cli_settings.disable('gemini'))
-    assert(vim.deep_equal(read(path).hooks, { BeforeAgent = { mine } }), vim.inspect(read(path).hooks))
+    local left = read(path).hooks
+    assert(vim.deep_equal(left, { BeforeAgent = { mine }, AfterTool = {}, AfterAgent = {} }), vim.inspect(left))
   end,
   tools_turned_off_register_nothing = function()
     require('gemini_companion.config').set({ tools = { enabled = false } })
@@ -137,10 +139,28 @@ return {
     assert(cli_settings.disable('gemini'))
     assert(require('gemini_companion.files').read(path) == text, require('gemini_companion.files').read(path))
   end,
-  a_file_with_comments_is_left_alone = function()
-    local path = fresh('{\n  // mine\n  "a": 1\n}')
+  a_file_with_comments_is_read_edited_and_given_back_byte_for_byte = function()
+    -- As Gemini 0.61 reads it (issue 31): comments anywhere, the object we add to holding one.
+    local text = '// my settings\n{\n  "url": "http://x", /* { " */\n  "ide": { // later\n  }, // tail\n'
+      .. '  "ui": { "theme": "x" }\n} /* open'
+    local path = fresh(nil)
+    local file = assert(io.open(path, 'wb'))
+    file:write(text)
+    file:close()
+    assert(cli_settings.ide_enabled('gemini') == nil and #cli_settings.missing('gemini') > 0)
+    assert(cli_settings.enable('gemini'))
+    assert(#cli_settings.missing('gemini') == 0, vim.inspect(cli_settings.missing('gemini')))
+    assert(cli_settings.ide_enabled('gemini') == true)
+    local enabled = require('gemini_companion.files').read(path)
+    for _, note in ipairs({ '// my settings\n', '/* { " */', '{ // later\n', '// tail\n', '/* open' }) do
+      assert(enabled:find(note, 1, true), note .. ' in ' .. enabled)
+    end
+    assert(cli_settings.disable('gemini'))
+    assert(require('gemini_companion.files').read(path) == text, require('gemini_companion.files').read(path))
+    -- Not JSON even with comments (a trailing comma): refused, left as it is.
+    path = fresh('{\n  "a": 1, // mine\n}')
     local changes, err = cli_settings.enable('gemini')
-    assert(changes == nil and err:find('not plain JSON', 1, true), err)
+    assert(changes == nil and err:find('not valid JSON', 1, true), err)
     assert(table.concat(vim.fn.readfile(path), '\n'):find('// mine', 1, true))
   end,
   the_users_own_false_is_seen = function()

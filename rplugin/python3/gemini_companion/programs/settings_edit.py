@@ -3,16 +3,21 @@
 `python settings_edit.py enable SETTINGS JOURNAL KEY=JSON...` sets each dotted KEY to the JSON
 value (`KEY+=JSON` appends the value to the list at KEY instead: hook arrays keep the user's
 entries; `KEY-=JSON` takes that exact entry out of the list at KEY, `KEY~=JSON` takes KEY out
-while it holds exactly JSON: cli_settings.lua names what it recognises as ours without a record);
+while it holds exactly JSON: cli_settings.lua names what it recognises as ours without a record;
+what held them stays, even emptied: without a record it may be the user's own `{}`);
 `python settings_edit.py disable SETTINGS JOURNAL [KEY-=JSON|KEY~=JSON...]` takes back
 everything enabled in that file, and those. Prints {"changes": [...]} or {"error": "..."}
-(one line; never a traceback).
+(one line; never a traceback), and on disable `unrecorded` (no record of the file) and `left`
+(what our entries left empty, kept).
 
 The user's text is edited, never re-serialised: each change is a splice of the bytes at one
 key or list item, written in the file's own style (indentation, line ending, separators), so
 every byte outside our keys stays, and `disable` after `enable` gives the original bytes back.
+Comments are read as the CLIs read them (`//` and `/* */`, strip-json-comments) and are never
+cut: an entry taken out leaves every comment that was in or around it.
 A symlinked file is edited through the link (its target is replaced, the link stays); the
-target keeps its mode and group; a file (or, new, a directory) of another user, a read-only
+target keeps its mode and group; in a folder the user cannot create files in, the file is
+written in place (as the CLIs save it), with the same checks; a file (or, new, a directory) of another user, a read-only
 file or anything but a regular file is refused with nothing changed. The journal (JSON, 0600,
 in Neovim's state directory) remembers per settings file and key what was there before (its
 exact text) and what we wrote; it is written before the settings file and put back if that
@@ -32,6 +37,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+if __name__ == "__main__":  # run by cli_settings.lua: the folder holding the package goes on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gemini_companion.programs.jsonc import blank, jsonc
 
 ABSENT = {"absent": True}
 # A settings file larger than this is refused: every edit re-reads the text (a few KB, usually).
@@ -62,6 +71,7 @@ class Node:
 
 
 SPACE = re.compile(r"[ \t\r\n]*")
+WHITE = " \t\r\n"
 STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 SCALAR = re.compile(r"[^ \t\r\n,\]}]*")
 
@@ -72,7 +82,8 @@ def end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
 
 
 def parse(text: str) -> Node:
-    """Spans of an already validated JSON text (json.loads accepted it). Scanned by regular
+    """Spans of an already validated JSON text (json.loads accepted it; comments made spaces by
+    `blank`). Scanned by regular
     expressions, not a character at a time: a 1 MB file is read in a fraction of a second."""
     pos = 0
 
@@ -132,31 +143,83 @@ def parse(text: str) -> Node:
 
 
 class Doc:
-    """The settings text and the edits on it; every edit re-reads the spans."""
+    """The settings text and the edits on it; every edit re-reads the spans. Structure is read
+    in the text with its comments made spaces (`blank`); the user's comments are never cut."""
 
     def __init__(self, text: str) -> None:
         self.text = text if text.strip() else "{}" + ("\n" if not text else text)
-        self._parsed: tuple[str, Node] | None = None  # the spans of the text as it last was
+        self._blank: tuple[str, str, dict[int, int]] | None = None  # the text as it last was, read
+        self._parsed: tuple[str, Node] | None = None
         self.eol = "\r\n" if "\r\n" in self.text else "\n"
         self.unit = self._unit()
 
     def _unit(self) -> str:
-        """The file's indentation step: the smallest indentation of a line."""
-        lines = [line for line in self.text.splitlines()[1:] if line.strip()]
+        """The file's indentation step: the smallest indentation of a line (outside comments)."""
+        lines = [line for line in self.blanked().splitlines()[1:] if line.strip()]
         found = [line[: len(line) - len(line.lstrip(" \t"))] for line in lines]
         found = [lead for lead in found if lead]
         return min(found, key=len) if found else "  "
 
+    def _read(self) -> tuple[str, str, dict[int, int]]:
+        if self._blank is None or self._blank[0] is not self.text:
+            self._blank = (self.text, *blank(self.text))
+        return self._blank
+
     def root(self) -> Node:
         if self._parsed is None or self._parsed[0] is not self.text:
-            self._parsed = (self.text, parse(self.text))
+            self._parsed = (self.text, parse(self.blanked()))
         return self._parsed[1]
+
+    def blanked(self) -> str:
+        return self._read()[1]
+
+    def comments(self) -> dict[int, int]:
+        return self._read()[2]
 
     def splice(self, start: int, end: int, new: str) -> None:
         self.text = self.text[:start] + new + self.text[end:]
 
     def value(self, node: Node) -> Any:
-        return json.loads(self.text[node.start : node.end])
+        return json.loads(self.blanked()[node.start : node.end])
+
+    def space_before(self, pos: int, floor: int) -> int:
+        """Where the whitespace (not comments) just before `pos` starts, not before `floor`."""
+        return max(floor, len(self.text[:pos].rstrip(WHITE)))
+
+    def space_after(self, pos: int) -> int:
+        return end_of(SPACE, self.text, pos)
+
+    def after_comments(self, pos: int) -> int:
+        """After the comments that follow `pos` on its line (`"a": 1 // why`), else `pos`."""
+        found = pos
+        while True:
+            pos = end_of(re.compile("[ \t]*"), self.text, pos)
+            end = self.comments().get(pos)
+            if end is None or "\n" in self.text[pos:end]:
+                return found
+            found = pos = end
+
+    def cut(self, start: int, end: int) -> None:
+        """Take out the text from `start` to `end`, but for the comments in it (each with the
+        whitespace before it; a `//` one ends its line, or it would swallow what follows)."""
+        kept = ""
+        for at, stop in sorted(self.comments().items() if "/" in self.text[start:end] else [], reverse=True):
+            if start <= at and stop <= end:
+                after = kept or self.text[end:]
+                line = self.text.startswith("//", at) and not after.lstrip(" \t").startswith(("\n", "\r\n"))
+                kept = self.text[self.space_before(at, start) : stop] + (self.eol if line else "") + kept
+        if kept:  # and the whitespace the text went on with (the next entry's indentation)
+            kept += self.text[self.space_before(end, start) : end]
+        if self.line_comment_ends(start) and not (kept or self.text[end:]).lstrip(" \t").startswith(("\n", "\r\n")):
+            kept = self.eol + kept.lstrip(" \t")
+        self.splice(start, end, kept)
+
+    def line_comment_ends(self, pos: int) -> bool:
+        """Does a `//` comment end at `pos` (spaces aside)? What follows it must start a line."""
+        before = len(self.text[:pos].rstrip(" \t"))
+        if "//" not in self.text[self.text.rfind("\n", 0, before) + 1 : before]:
+            return False
+        return any(stop == before and self.text.startswith("//", at) for at, stop in self.comments().items())
 
     def find(self, keys: list[str]) -> list[Node]:
         """The nodes along `keys` from the root, as far as objects hold them (the last wins)."""
@@ -183,7 +246,8 @@ class Doc:
         for candidate in [node, self.root()]:
             if candidate.members:
                 _, _, key_end, value = candidate.members[0]
-                return self.text[key_end : value.start]
+                colon = self.text[key_end : value.start]
+                return colon if colon == self.blanked()[key_end : value.start] else ": "  # not a comment
         return ": "
 
     @staticmethod
@@ -194,40 +258,57 @@ class Doc:
         return [(item.start, item.end) for item in container.items]
 
     def insert(self, container: Node, key: str | None, value: Any) -> str | None:
-        """Add a member (key) or an item (key None) at the end of `container`, in its style. An
-        empty container's inside (`{ }`, `[\n]`) is replaced: returned, for `drop` to put back."""
+        """Add a member (key) or an item (key None) at the end of `container`, in its style (after
+        the comments on the last one's line). An empty container's whitespace inside (`{ }`,
+        `[\n]`, after its comments) is replaced: returned, for `drop` to put back."""
         spans = self.spans(container)
-        entries, ends = [span[0] for span in spans], [span[1] for span in spans]
         colon = self.colon(container)
-        if entries:
-            before = self.text[: entries[-1]]
-            lead = before[max(before.rfind(","), before.rfind("{"), before.rfind("[")) + 1 :]
-            if not lead and len(entries) == 1 and " " in colon:
+        named = json.dumps(key) + colon if key is not None else ""
+        if spans:
+            start, end = spans[-1]
+            lead = self.text[self.space_before(start, container.start + 1) : start]
+            if not lead and len(spans) == 1 and " " in colon:
                 lead = " "  # `{"a": 1}`: the file's own spacing, as far as it shows
             inline = "\n" not in lead
-            body = self.dump(value, self.indent_at(entries[-1]), inline, colon)
-            self.splice(ends[-1], ends[-1], "," + lead + (json.dumps(key) + colon if key is not None else "") + body)
+            body = self.dump(value, self.indent_at(start), inline, colon)
+            at = end if inline else self.after_comments(end)
+            self.splice(at, at, lead + named + body)
+            self.splice(end, end, ",")
             return None
         inline = "\n" not in self.text
         outer = self.indent_at(container.start)
         inner = outer + self.unit
-        body = self.dump(value, inner, inline, colon)
-        entry = (json.dumps(key) + colon if key is not None else "") + body
-        wrapped = entry if inline else self.eol + inner + entry + self.eol + outer
-        inside = self.text[container.start + 1 : container.end - 1]
-        self.splice(container.start + 1, container.end - 1, wrapped)
+        entry = named + self.dump(value, inner, inline, colon)
+        first = self.space_before(container.end - 1, container.start + 1)  # after the comments inside
+        if inline:
+            wrapped = entry if first == container.start + 1 else " " + entry
+        else:
+            wrapped = self.eol + inner + entry + self.eol + outer
+        inside = self.text[first : container.end - 1]
+        self.splice(first, container.end - 1, wrapped)
         return inside
 
     def drop(self, container: Node, index: int, inside: str = "") -> None:
-        """Take out member or item `index` with exactly one separator and its lead; the last one
-        leaves `inside` (what `insert` replaced, when we emptied what it filled)."""
+        """Take out member or item `index` with exactly one separator and its lead, and never a
+        comment; the last one leaves `inside` (what `insert` replaced, when we emptied what it
+        filled)."""
         spans = self.spans(container)
+        start, end = spans[index]
         if len(spans) == 1:
-            self.splice(container.start + 1, container.end - 1, inside)
+            lead = self.space_before(start, container.start + 1)
+            plain = self.text[lead : container.end - 1] == self.blanked()[lead : container.end - 1]  # no comment
+            if plain and ("\n" in inside or not self.line_comment_ends(lead)):
+                self.splice(lead, container.end - 1, inside)
+            else:
+                self.cut(lead, end)
         elif index == len(spans) - 1:
-            self.splice(spans[index - 1][1], spans[index][1], "")
+            before = spans[index - 1][1]
+            comma = self.blanked().index(",", before)
+            self.cut(self.space_before(start, comma + 1), end)
+            self.cut(self.space_before(comma, before), comma + 1)
         else:
-            self.splice(spans[index][0], spans[index + 1][0], "")
+            comma = self.blanked().index(",", end)
+            self.cut(start, self.space_after(comma + 1))
 
     def set(self, keys: list[str], value: Any, raw: str | None = None) -> tuple[str | None, str | None]:
         """Put `value` (or the exact text `raw`) at `keys`; the dotted prefix it created, if any,
@@ -344,8 +425,16 @@ def unassign(doc: Doc, name: str, recorded: dict[str, Any]) -> str | None:
         doc.remove_key(keys, recorded.get("created"), text_of(recorded.get("inside")))
         return f"{name}: {describe(now)} -> (removed)"
     raw = recorded.get("before_text")
-    doc.set(keys, before, raw if isinstance(raw, str) and json.loads(raw) == before else None)
+    doc.set(keys, before, raw if isinstance(raw, str) and same(raw, before) else None)
     return f"{name}: {describe(now)} -> {describe(before)}"
+
+
+def same(raw: str, value: Any) -> bool:
+    """Does the text `raw` (from the record: with its comments) read as `value`?"""
+    try:
+        return bool(jsonc(raw) == value)
+    except (ValueError, RecursionError):
+        return False
 
 
 def append(doc: Doc, record: dict[str, Any], name: str, value: Any) -> str | None:
@@ -380,6 +469,20 @@ def insides_of(recorded: dict[str, Any]) -> tuple[str, str]:
     return text_of(insides[0]), text_of(insides[1])
 
 
+def take_back(doc: Doc, record: dict[str, Any]) -> list[str | None]:
+    """Undo what `record` says was written, last first; the record is emptied."""
+    changed: list[str | None] = []
+    for name, recorded in reversed(list(record.items())):
+        del record[name]
+        if name.endswith("+"):
+            got = entry(recorded, name[:-1])
+            done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], False, insides_of(got))
+            changed.append(f"{name[:-1]}: - one entry" if done else None)
+        else:
+            changed.append(unassign(doc, name, entry(recorded, name)))
+    return changed
+
+
 def main(argv: list[str]) -> dict[str, Any]:
     verb, path, journal_path, *wanted = argv
     if verb not in ("enable", "disable"):
@@ -405,38 +508,41 @@ def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str
     if not isinstance(record, dict):
         record = journal[path] = {}
     changed: list[str | None] = []
+    unrecorded = verb == "disable" and not record
     if verb == "disable":
-        for name, recorded in reversed(list(record.items())):
-            del record[name]
-            if name.endswith("+"):
-                got = entry(recorded, name[:-1])
-                done = doc.remove_item(name[:-1].split("."), got["appended"], got["created"], False, insides_of(got))
-                changed.append(f"{name[:-1]}: - one entry" if done else None)
-            else:
-                changed.append(unassign(doc, name, entry(recorded, name)))
+        changed += take_back(doc, record)
+    emptied: list[str] = []  # what held only entries of ours: it may have been the user's, empty
     for item in wanted:
         name, _, encoded = item.partition("=")
         value = json.loads(encoded)
         if name.endswith("-"):  # `key-`: entries of ours taken out of the list there
             keys = name[:-1].split(".")
-            done = doc.remove_item(keys, value, keys[0], every=True)
+            # Enabling, the list takes the current entry at once; it is recorded as ours then.
+            done = doc.remove_item(keys, value, keys[0] if verb == "enable" else None, every=True)
             changed.append(f"{name[:-1]}: - one entry" if done else None)
+            emptied += [name[:-1]] if done else []
         elif name.endswith("~"):  # `key~`: a key of ours, while it holds exactly that
             keys = name[:-1].split(".")
             if get(doc, keys) == value:
-                doc.remove_key(keys, keys[0])
+                doc.remove_key(keys, None)
                 changed.append(f"{name[:-1]}: (removed)")
+                emptied.append(".".join(keys[:-1]))
         elif verb == "enable" and name.endswith("+"):  # `key+`: appended to the list there
             changed.append(append(doc, record, name[:-1], value))
         elif verb == "enable":
             changed.append(assign(doc, record, name, value))
+    left = sorted({name for name in emptied if get(doc, name.split(".")) in ({}, [])})
     changes = [line for line in changed if line]
     if not record:
         journal.pop(path, None)
     if changes:
-        json.loads(doc.text)  # our edit is JSON, or nothing is written
-        commit(path, target, seen, doc.text, journal_path, journal, journal_text, damaged)
+        jsonc(doc.text)  # our edit is JSON as the CLI reads it, or nothing is written
+        commit(path, target, seen, original.encode(), doc.text, journal_path, journal, journal_text, damaged)
     out: dict[str, Any] = {"changes": changes}
+    if unrecorded:
+        out["unrecorded"] = True
+    if left and verb == "disable" and changes:
+        out["left"] = f"{', '.join(left)} left empty, as it may have been yours before"
     if damaged:
         out["warning"] = f"{damaged}; removed what is recognisable as ours"
     return out
@@ -516,7 +622,7 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
         text, value = parse_settings(data)
     except ValueError:
         settled(target, seen)  # half written, perhaps: if so, read again
-        raise Refused(f"{path} is not plain JSON (comments?): nothing was changed") from None
+        raise Refused(f"{path} is not valid JSON, comments allowed (a trailing comma?): nothing was changed") from None
     except RecursionError:
         raise Refused(f"{path} is nested too deeply: nothing was changed") from None
     if not text.strip():
@@ -528,7 +634,7 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
 
 def parse_settings(data: bytes) -> tuple[str, Any]:
     text = data.decode("utf-8")
-    return text, json.loads(text, parse_constant=no_constant) if text.strip() else {}
+    return text, jsonc(text) if text.strip() else {}
 
 
 def settled(target: str, seen: tuple[int, ...] | None) -> None:
@@ -538,10 +644,6 @@ def settled(target: str, seen: tuple[int, ...] | None) -> None:
     time.sleep(SETTLE_SECONDS)
     if current(target) != seen:
         raise Changed
-
-
-def no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")  # Python reads NaN and Infinity; the CLIs do not
 
 
 def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
@@ -563,12 +665,23 @@ def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
 
 
 def replace(
-    path: str, data: bytes, mode: int, group: int | None = None, still: Callable[[], None] = lambda: None
+    path: str,
+    data: bytes,
+    mode: int,
+    group: int | None = None,
+    still: Callable[[], None] = lambda: None,
+    in_place: Callable[[], None] | None = None,
 ) -> None:
     """Write `data` beside `path`, with `mode` (and `group`), and rename it into place; `still`
-    raises when `path` should no longer be replaced (checked last, after the slow part)."""
+    raises when `path` should no longer be replaced (checked last, after the slow part). In a
+    folder the user cannot create files in, `in_place` writes instead (when given)."""
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gemini-companion.", suffix=".tmp")
+    except PermissionError:
+        if in_place is None:
+            raise
+        return in_place()
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -584,10 +697,45 @@ def replace(
         raise
 
 
+def rewrite(path: str, target: str, seen: tuple[int, ...] | None, data: bytes, before: bytes) -> None:
+    """Write `data` over the file itself, as the CLIs' own save does: for a file (reached through
+    a link, say) in a folder the user cannot create files in, where no new file can be renamed
+    over it. Owner, mode and links stay by themselves. The same guarantees as the rename: only
+    over the version read (looked at on the descriptor written, the last thing before the write),
+    in one write padded with spaces to the old length, so that the file holds JSON at every
+    moment (then cut to its length); if the write fails part way, the old bytes go back."""
+    fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if identity(os.fstat(fd)) != seen or (target != path and os.path.realpath(path) != target):
+            raise Changed
+        padded = data + b" " * (len(before) - len(data))
+        try:
+            write_at_start(fd, padded)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        except OSError as e:
+            try:
+                write_at_start(fd, before)
+                os.ftruncate(fd, len(before))
+                os.fsync(fd)
+            except OSError:
+                raise Refused(f"cannot write {target} ({e.strerror}) nor put its bytes back: check it") from None
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_at_start(fd: int, data: bytes) -> None:
+    done = 0
+    while done < len(data):  # one write but for a full disk or a size limit: then it raises
+        done += os.pwrite(fd, data[done:], done)
+
+
 def commit(
     path: str,
     target: str,
     seen: tuple[int, ...] | None,
+    before: bytes,
     text: str,
     journal_path: str,
     journal: dict[str, Any],
@@ -618,9 +766,10 @@ def commit(
             st: os.stat_result | None = os.stat(target)
         except FileNotFoundError:
             st = None
-        replace(
-            target, text.encode("utf-8"), st.st_mode & 0o7777 if st else 0o600, st.st_gid if st else None, unchanged
-        )
+        data = text.encode("utf-8")
+        mode, group = (st.st_mode & 0o7777, st.st_gid) if st else (0o600, None)
+        in_place = (lambda: rewrite(path, target, seen, data, before)) if st else None  # a new file cannot be
+        replace(target, data, mode, group, unchanged, in_place)
     except (OSError, Changed) as e:
         if not damaged:
             try:
