@@ -40,6 +40,7 @@ from typing import Any
 
 if __name__ == "__main__":  # run by cli_settings.lua: the folder holding the package goes on sys.path
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gemini_companion import files
 from gemini_companion.programs.jsonc import blank, jsonc
 
 ABSENT = {"absent": True}
@@ -586,21 +587,8 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
     """The settings text, after the checks that make writing it the user's own act, and the
     identity of the version read (the edit is written only over that version)."""
     where = path if target == path else f"{path} (a link to {target})"
-    try:
-        # Never waits: a FIFO would for a writer (and is refused below, as any non-regular file).
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        if target != path:
-            raise Refused(f"{where} points at nothing: nothing was changed") from None
-        ancestor = os.path.dirname(os.path.abspath(target))
-        while not os.path.isdir(ancestor) and ancestor != os.path.dirname(ancestor):
-            ancestor = os.path.dirname(ancestor)
-        yours(ancestor, os.stat(ancestor))
-        return "", None
-    try:
-        st = os.fstat(fd)  # the file opened is the one judged and read
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{where} is not a regular file: nothing was changed")
+
+    def judge(st: os.stat_result) -> None:  # the file opened is the one judged and read
         yours(where, st)
         if not st.st_mode & stat.S_IWUSR:
             raise Refused(f"{where} is read-only: nothing was changed")
@@ -611,11 +599,23 @@ def read_settings(path: str, target: str) -> tuple[str, tuple[int, ...] | None]:
             )
         if st.st_size > MAX_BYTES:
             raise Refused(f"{where} is larger than {MAX_BYTES // 1024 // 1024} MiB: nothing was changed")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-        seen = identity(os.fstat(fd))
-    finally:
-        os.close(fd)
+
+    try:
+        # Never waits: a FIFO would for a writer (and is refused, as any non-regular file).
+        data, st = files.read(target, MAX_BYTES, check=judge)
+    except FileNotFoundError:
+        if target != path:
+            raise Refused(f"{where} points at nothing: nothing was changed") from None
+        ancestor = os.path.dirname(os.path.abspath(target))
+        while not os.path.isdir(ancestor) and ancestor != os.path.dirname(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        yours(ancestor, os.stat(ancestor))
+        return "", None
+    except files.Unreadable as err:
+        if err.info is not None and stat.S_ISREG(err.info.st_mode):
+            raise Changed from None  # grew past the bound as it was read: a CLI writing
+        raise Refused(f"{where} is not a regular file: nothing was changed") from None
+    seen = current(target)
     if seen != identity(st) or len(data) != st.st_size:
         raise Changed  # written to while it was read: a CLI truncates, then writes
     try:
