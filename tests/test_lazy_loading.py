@@ -237,6 +237,27 @@ def test_a_server_that_cannot_start_is_said_in_one_line_and_no_agent_starts(tui_
     assert tui.status()["agents"] == [] and not Path(str(log) + ".env").exists()
 
 
+def test_a_server_that_never_answers_is_waited_for_a_bounded_time_and_no_agent_starts(tui_factory, sandbox):
+    log = sandbox.base / "agent.log"
+    hung = sandbox.base / "hung-python"
+    hung.write_text("#!/bin/sh\nexec sleep 600\n")  # a host that starts and never says a word
+    hung.chmod(0o755)
+    env = {"FAKE_AGENT_LOG": str(log), "GEMINI_COMPANION_PYTHON": str(hung)}
+    tui = tui_factory(ours(sandbox, f"cmd = 'Gemini', {FAKE_OPTS}"), env=env)
+    # (The require loads the plugin, as a statusline would; the bound is shortened for the test.)
+    tui.lua("require('gemini_companion.agents.served').timeout_ms = 2000 vim.cmd('Gemini')")
+    assert tui.lua("return vim.fn.mode()") == "n"  # Neovim goes on meanwhile: nothing waits in a loop
+    said = wait_for(
+        lambda: "fake not started" in (m := tui.nvim.api.exec2("messages", {"output": True})["output"]) and m,
+        E2E_TIMEOUT,
+        "the line saying why",
+    )
+    assert "did not answer within 2 s" in said, said
+    assert tui.status()["agents"] == [] and not Path(str(log) + ".env").exists()
+    # Ended here: Neovim's exit asks the host to stop and would wait for this one for ever.
+    tui.lua("require('gemini_companion.host').shutdown()")
+
+
 def first_cli_connects(tui: Tui, label: str) -> None:
     wait_for(
         lambda: [c["label"] for c in tui.status()["clients"]] == [label],
