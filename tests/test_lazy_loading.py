@@ -206,17 +206,35 @@ def test_the_readme_lazy_spec_lists_every_command(tui_factory, sandbox):
     assert sorted(c for c in defined if c.startswith("Gemini")) == COMMANDS  # nothing left out
 
 
-@pytest.mark.parametrize("first", ["GeminiAdd", "GeminiSend"])
+# What the user does first with the README's spec (never :Gemini): a command, or its visual-mode key.
+FIRST: dict[str, Callable[[Tui], None]] = {
+    "GeminiAdd": lua("vim.cmd('GeminiAdd')"),
+    "GeminiSend": lua("vim.cmd('GeminiSend')"),
+    "keys-visual-send": keys("V", "j", "Space", "a", "s"),
+}
+
+
+@pytest.mark.parametrize("first", sorted(FIRST))
 def test_readme_lazy_spec_any_command_first_starts_a_connected_agent(first, tui_factory, sandbox):
     log = sandbox.base / "agent.log"
     (sandbox.project / "notes.txt").write_text("alpha\nbeta\n")
     spec = readme_lazy_spec(sandbox).replace("opts = {},", FAKE_OPTS + ",")
     tui = tui_factory(spec, ["notes.txt"], env={"FAKE_AGENT_LOG": str(log)})
     assert not loaded(tui)
-    tui.lua(f"vim.cmd('{first}')")  # before any :Gemini
+    FIRST[first](tui)
     assert_connected_first_agent(tui, sandbox, log)
     # What the command sends reaches the agent once it takes input.
     wait_for(lambda: log.exists() and "notes.txt" in log.read_text(errors="replace"), E2E_TIMEOUT, "the text sent")
+
+
+def not_started_line(tui: Tui) -> str:
+    """The one line that says the agent was not started, and why."""
+    said = wait_for(
+        lambda: "fake not started" in (m := tui.nvim.api.exec2("messages", {"output": True})["output"]) and m,
+        E2E_TIMEOUT,
+        "the line saying why",
+    )
+    return next(line for line in said.splitlines() if "fake not started" in line)
 
 
 def test_a_server_that_cannot_start_is_said_in_one_line_and_no_agent_starts(tui_factory, sandbox):
@@ -227,13 +245,8 @@ def test_a_server_that_cannot_start_is_said_in_one_line_and_no_agent_starts(tui_
     env = {"FAKE_AGENT_LOG": str(log), "GEMINI_COMPANION_PYTHON": str(broken)}
     tui = tui_factory(ours(sandbox, f"cmd = 'Gemini', {FAKE_OPTS}"), env=env)
     tui.lua("vim.cmd('Gemini')")
-    said = wait_for(
-        lambda: "fake not started" in (m := tui.nvim.api.exec2("messages", {"output": True})["output"]) and m,
-        E2E_TIMEOUT,
-        "the line saying why",
-    )
-    line = next(line for line in said.splitlines() if "fake not started" in line)
-    assert "No module named pynvim" in line, said
+    said = not_started_line(tui)
+    assert "No module named pynvim" in said, said
     assert tui.status()["agents"] == [] and not Path(str(log) + ".env").exists()
 
 
@@ -247,11 +260,7 @@ def test_a_server_that_never_answers_is_waited_for_a_bounded_time_and_no_agent_s
     # (The require loads the plugin, as a statusline would; the bound is shortened for the test.)
     tui.lua("require('gemini_companion.agents.served').timeout_ms = 2000 vim.cmd('Gemini')")
     assert tui.lua("return vim.fn.mode()") == "n"  # Neovim goes on meanwhile: nothing waits in a loop
-    said = wait_for(
-        lambda: "fake not started" in (m := tui.nvim.api.exec2("messages", {"output": True})["output"]) and m,
-        E2E_TIMEOUT,
-        "the line saying why",
-    )
+    said = not_started_line(tui)
     assert "did not answer within 2 s" in said, said
     assert tui.status()["agents"] == [] and not Path(str(log) + ".env").exists()
     # Ended here: Neovim's exit asks the host to stop and would wait for this one for ever.
