@@ -13,8 +13,9 @@ import time
 import tty
 
 log = os.environ["FAKE_AGENT_LOG"]
-with open(log + ".env", "w") as env:
+with open(log + ".env.part", "w") as env:  # renamed whole: a test reading it never sees half
     json.dump(dict(os.environ), env)
+os.replace(log + ".env.part", log + ".env")
 tty.setraw(0)  # every byte as sent: no line editing, Enter stays \r
 sys.stdout.write(os.environ.get("FAKE_AGENT_SCREEN", "fake agent\r\nType your message\r\n"))
 sys.stdout.flush()

@@ -57,6 +57,10 @@ end
 local function fail(why, quiet)
   M.problem = why
   require('gemini_companion.state').fail(why)
+  local served = package.loaded['gemini_companion.agents.served']
+  if served and served.tells(why) then
+    return nil, why
+  end
   if not quiet then
     message.notify(why, 'error')
   else

@@ -118,6 +118,10 @@ end
 ---@param message string
 ---@param level 'debug'|'info'|'warn'|'error'
 function M.notify(message, level)
+  local served = package.loaded['gemini_companion.agents.served']
+  if served and served.tells(with_fix(message)) then
+    return -- an agent waiting for the server says it
+  end
   require('gemini_companion.message').notify(with_fix(message), level)
 end
 

@@ -81,6 +81,7 @@ class Tui:
         name: str = "e2e",
         ide_enabled: bool = True,  # False: the user's settings say nothing of IDE mode
         setup: dict[str, Any] | None = None,  # the plugin's setup() options
+        init: Path | None = INIT,  # None: the user's own config, as a plain `nvim` finds it
     ) -> None:
         self.sandbox = sandbox
         self.socket = sandbox.base / f"tmux-{name}.sock"
@@ -90,7 +91,7 @@ class Tui:
         self.env = terminal_env(sandbox, model_url)
         if setup is not None:
             self.env["GEMINI_COMPANION_SETUP"] = json.dumps(setup)
-        argv = [nvim_binary(), "--listen", str(self.nvim_socket), "-u", str(INIT), *files]
+        argv = [nvim_binary(), "--listen", str(self.nvim_socket), *(["-u", str(init)] if init else []), *files]
         self.tmux("new-session", "-d", "-x", "220", "-y", "50", " ".join(_quote(a) for a in argv))
         self.nvim = attach_listening(self.nvim_socket)
         # It listens before it has read its config: what the tests ask next needs the plugin loaded.

@@ -146,11 +146,11 @@ local function connection_env()
   return env
 end
 
---- Start an agent (shown and focused where its provider can).
+--- The agent's command line, or why it cannot start.
 ---@param name string
 ---@param args string[]
----@return gemini_companion.Agent? agent, string? error
-local function start(name, args)
+---@return string[]? cmd, string? error
+local function command(name, args)
   local agent_spec = spec(name)
   if not agent_spec then
     return nil, ('no agent %q (agents: %s)'):format(name, table.concat(M.names(), ', '))
@@ -159,6 +159,19 @@ local function start(name, args)
   if vim.fn.executable(cmd[1]) == 0 then
     return nil, ('%s: %s is not on PATH'):format(name, cmd[1])
   end
+  return cmd
+end
+
+--- Start an agent (shown and focused where its provider can).
+---@param name string
+---@param args string[]
+---@return gemini_companion.Agent? agent, string? error
+local function start(name, args)
+  local cmd, problem = command(name, args)
+  if not cmd then
+    return nil, problem
+  end
+  local agent_spec = spec(name) --[[@as gemini_companion.AgentSpec]]
   local cli_settings = require('gemini_companion.agents.cli_settings')
   cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings, agent_spec.env)
   local provider = agent_spec.provider or config.options.terminal.provider
@@ -199,25 +212,58 @@ function M.resolve(name)
 end
 local resolve = M.resolve
 
---- Show and focus the agent (starting it with `args` if it does not run).
----@param name? string
----@param args? string[]
----@return gemini_companion.Agent?
-function M.open(name, args)
-  name = resolve(name)
-  local agent = running[name]
-  if not agent then
-    local err
-    agent, err = start(name, args or {})
+--- Each agent being started once the server answers (served.lua): what waits for it.
+---@type table<string, fun(agent: gemini_companion.Agent)[]>
+local starting = {}
+
+--- Start the agent once the server answers (at once when it does), then `done(agent)`. One
+--- start per name: a second ask while it waits joins the first.
+---@param name string
+---@param args string[]
+---@param done fun(agent: gemini_companion.Agent)
+local function start_served(name, args, done)
+  if starting[name] then
+    return table.insert(starting[name], done)
+  end
+  local _, problem = command(name, args)
+  if problem then
+    return message.notify(problem, 'error')
+  end
+  starting[name] = { done }
+  require('gemini_companion.agents.served').when(function(not_served)
+    local waited = starting[name]
+    starting[name] = nil
+    if not_served then -- never an agent that cannot connect, and never silently: one line
+      return message.brief(('%s not started: %s'):format(name, not_served), 'error')
+    end
+    local agent, err = start(name, args)
     if not agent then
-      message.notify(err or '?', 'error')
-      return nil
+      return message.notify(err or '?', 'error')
     end
     M.last = name
-    return agent
+    for _, fn in ipairs(waited) do
+      fn(agent)
+    end
+  end)
+end
+
+--- Show and focus the agent (starting it with `args` if it does not run); `on_open(agent)` once
+--- it is open. Returns the agent when it is open at once (a start may wait for the server).
+---@param name? string
+---@param args? string[]
+---@param on_open? fun(agent: gemini_companion.Agent)
+---@return gemini_companion.Agent?
+function M.open(name, args, on_open)
+  name = resolve(name)
+  on_open = on_open or function() end
+  local agent = running[name]
+  if not agent then
+    start_served(name, args or {}, on_open)
+    return running[name]
   end
   agent.provider.open(agent)
   M.last = name
+  on_open(agent)
   return agent
 end
 
@@ -328,26 +374,24 @@ end
 function M.send(name, text, submit)
   text = require('gemini_companion.agents.prompt').text(text)
   name = resolve(name)
-  local agent = M.open(name)
-  if not agent then
-    return
-  end
-  M.last = name
-  when_ready(agent, function()
-    local ok, err = agent.provider.paste(agent, text)
-    if not ok then
-      return message.notify(err or '?', 'warn')
-    end
-    if submit then
-      -- Gemini turns an Enter within ~40 ms of a paste into a newline (more under load).
-      vim.defer_fn(function()
-        if running[name] == agent then
-          -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
-          host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
-          agent.provider.enter(agent)
-        end
-      end, SUBMIT_DELAY_MS)
-    end
+  M.open(name, nil, function(agent)
+    M.last = name
+    when_ready(agent, function()
+      local ok, err = agent.provider.paste(agent, text)
+      if not ok then
+        return message.notify(err or '?', 'warn')
+      end
+      if submit then
+        -- Gemini turns an Enter within ~40 ms of a paste into a newline (more under load).
+        vim.defer_fn(function()
+          if running[name] == agent then
+            -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
+            host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
+            agent.provider.enter(agent)
+          end
+        end, SUBMIT_DELAY_MS)
+      end
+    end)
   end)
 end
 
