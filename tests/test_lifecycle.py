@@ -47,6 +47,23 @@ def test_sigkill_of_neovim_ends_host_which_removes_its_files(editor_factory, san
     assert list(sandbox.qwen_dir.iterdir()) == []
 
 
+def test_qa_with_a_host_that_never_answers_still_exits_and_the_next_start_sweeps(editor_factory, sandbox):
+    """A host stopped (SIGSTOP, a debugger, a stuck thread) never answers `stop`: Neovim's exit
+    waited on it for ever. It ends the host after a bound instead; its files go at the next start."""
+    editor = editor_factory()
+    editor.wait_state("running")
+    host = host_process(editor)
+    nvim = psutil.Process(editor.pid)
+    host.send_signal(signal.SIGSTOP)
+    editor.nvim.command("qa!", async_=True)  # no answer: Neovim is exiting
+    nvim.wait(TIMEOUT)  # psutil.TimeoutExpired after TIMEOUT: Neovim hung on its exit
+    wait_for(lambda: not host.is_running() or host.status() == psutil.STATUS_ZOMBIE, what="the host ended")
+    second = editor_factory()
+    status = second.wait_state("running")
+    remaining = sorted(p.name for p in sandbox.gemini_dir.iterdir())
+    assert remaining == [f"gemini-ide-server-{status['pid']}-{status['port']}.json"]
+
+
 def test_editor_and_host_killed_then_next_start_sweeps(editor_factory, sandbox):
     first = editor_factory()
     first.wait_state("running")

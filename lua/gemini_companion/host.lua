@@ -208,11 +208,28 @@ end
 --- Waits for the host's answer. Only for calls that must finish first.
 ---@param method string
 ---@param params? table
-function M.request(method, params)
+---@param within_ms? integer a host that has not answered by then is ended (Neovim's exit must
+--- never hang on a host stopped or stuck): the call then fails
+function M.request(method, params, within_ms)
   if not M.alive() then
     return nil, M.problem or 'the Python host is not running'
   end
-  return call(true, method, params)
+  local channel = M.channel --[[@as integer]]
+  local pid = within_ms and vim.fn.jobpid(channel)
+  local timer = pid and vim.uv.new_timer()
+  if timer then
+    -- A libuv callback: it runs while rpcrequest waits, where nothing else of ours can.
+    timer:start(within_ms, 0, function()
+      stopping[channel] = true
+      vim.uv.kill(pid, 'sigkill')
+    end)
+  end
+  local result, err = call(true, method, params)
+  if timer then
+    timer:stop()
+    timer:close()
+  end
+  return result, err
 end
 
 --- End the host process (after `stop`): its exit is expected, not a failure.

@@ -5,6 +5,10 @@ local state = require('gemini_companion.state')
 
 local M = {}
 
+-- How long a stop waits for the host (it takes milliseconds): a host stopped or stuck is ended then,
+-- its discovery files left to the next start's sweep (their PID is gone).
+local STOP_MS = 5000
+
 ---@param opts? gemini_companion.Config
 function M.setup(opts)
   config.set(opts)
@@ -66,7 +70,7 @@ function M.stop()
     require('gemini_companion.agents.qwen_defaults').remove()
   end
   if host.alive() then
-    state.update(host.request('stop'))
+    state.update(host.request('stop', nil, STOP_MS))
   end
 end
 
