@@ -63,6 +63,7 @@ def retype(project: Path) -> None:
     (project / "f" / "one.txt").write_text("agent one\n")
     (project / "f" / "inner" / "two.sh").write_text("agent two\n")
     (project / "f" / "inner" / "two.sh").chmod(0o755)
+    (project / "f" / "empty" / "folders").mkdir(parents=True)  # git keeps no folder: nothing lost
     for path in ((project / "d" / "sub" / "run.sh"), (project / "d" / "to_x"), (project / "d" / "x.txt")):
         path.unlink()
     (project / "d" / "sub").rmdir()
@@ -251,3 +252,48 @@ def test_dp_in_a_file_inside_takes_the_whole_type_change_back(ed, sandbox):  # n
     ed.lua("require('gemini_companion.changes').revert_hunk()")
     assert said(ed) == ("f: 3 taken back", INFO)
     assert snapshot(project)["f"] == start["f"]
+
+
+def test_a_file_the_snapshot_left_out_keeps_the_folder(ed, sandbox):  # noqa: F811
+    """A file in the new folder that git ignores was not snapshotted: it could not come back, so the
+    folder stays, and the line says why (not "made after the turn": the agent made it)."""
+    project = sandbox.project
+    committed(project, lambda: (base(project), (project / ".gitignore").write_text("*.pyc\n")))
+
+    def agent() -> None:
+        retype(project)
+        (project / "f" / "inner" / "cache.pyc").write_bytes(b"\x00pyc")
+
+    a_turn(ed, project, agent)
+    ed.nvim.chdir(str(project))
+    why = "is now a folder holding files the snapshot left out (inner/cache.pyc): left as it is"
+    refuses(ed, project, "GeminiChanges revert f", "f", why)
+    assert (project / "f" / "inner" / "cache.pyc").read_bytes() == b"\x00pyc"
+
+
+def test_odd_names_in_and_of_a_type_change(ed, sandbox):  # noqa: F811
+    """Any bytes in the names (a newline, not UTF-8, `*`), each said in one line."""
+    project = sandbox.project
+    root = Path(os.fsdecode(bytes(project) + b"/odd\nroot"))
+    inside = [b"new\nline", b"bad\xff\xfe", b"sub/*", b"-x"]
+    start = committed(project, lambda: root.write_bytes(b"was a file\n"))
+
+    def agent() -> None:
+        root.unlink()
+        (root / "sub").mkdir(parents=True)
+        for name in inside:
+            Path(os.fsdecode(bytes(root) + b"/" + name)).write_bytes(name)
+
+    turn = a_turn(ed, project, agent)
+    assert len(turn["files"]) == 5
+    mine = Path(os.fsdecode(bytes(root) + b"/sub/mine\n\xff"))
+    mine.write_text("the user's\n")
+    listen(ed)
+    ed.nvim.command("GeminiChanges undo")
+    message, level = said(ed)
+    assert level == WARN and "\n" not in message
+    assert message.endswith("is now a folder holding files made after the turn (sub/mine^J\\xff): left as it is")
+    mine.unlink()
+    ed.nvim.command("GeminiChanges undo")
+    assert said(ed) == (f"turn {turn['id']} (gemini): 5 taken back", INFO)
+    assert snapshot(project) == start

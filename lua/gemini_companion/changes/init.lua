@@ -32,6 +32,7 @@ local SCHEME = 'gemini-changes://'
 ---@field open boolean
 ---@field files gemini_companion.FileChange[]
 ---@field skipped string[]
+---@field ended number? when it ended (os time, s); nil for a span
 
 --- Each CLI's hook events for a turn's start, a tool's end and the turn's end, and those that
 --- only tell the agent's state ('attention': a session start, a question for the user; the CLI

@@ -130,8 +130,14 @@ function M.revert(turn, group, io)
       unsaved = unsaved or (vim.bo[buf].modified and change.path or nil)
     end
   end
-  local params = { work_tree = turn.work_tree, path = root, expect = sides[2], want = sides[1], unsaved = unsaved }
-  local answer, err = host.request('changes_put', params)
+  local answer, err = host.request('changes_put', {
+    work_tree = turn.work_tree,
+    path = root,
+    expect = sides[2],
+    want = sides[1],
+    unsaved = unsaved,
+    ended = turn.ended, -- to tell a file made since from one the snapshot left out (ignored, too big)
+  })
   if type(answer) ~= 'table' or answer.error then
     local about = type(answer) == 'table' and answer.path ~= '' and answer.path or root
     return refuse(about, type(answer) == 'table' and answer.error or vim.split(tostring(err or '?'), '\n')[1])

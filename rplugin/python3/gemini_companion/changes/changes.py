@@ -313,7 +313,7 @@ def _put(params: dict[str, Any]) -> dict[str, Any]:
             if "folder" in (want["kind"], expect["kind"]):  # a type change, taken back whole
                 from gemini_companion.changes import type_change  # here: it imports this module
 
-                return type_change.swap(folder, str(params["path"]), expect, want, str(params.get("unsaved") or ""))
+                return type_change.swap(folder, str(params["path"]), params)
             _replace(folder, parts[-1], expect, want)
         finally:
             os.close(folder)

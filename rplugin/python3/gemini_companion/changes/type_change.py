@@ -27,16 +27,17 @@ from gemini_companion.changes.changes import DIR_FLAGS, RevertError, _bytes, mak
 MAX_DEPTH = 200  # folders inside folders a check goes down (a path is at most 4096 bytes)
 
 
-def swap(parent: int, path: str, expect: dict[str, Any], want: dict[str, Any], unsaved: str) -> dict[str, Any]:
-    """Make `path` (its last name in the folder `parent`) what `want` says, if it is what `expect`
-    says (the turn's end). `unsaved`: a file of it whose buffer has unsaved edits (refused then).
-    Answers {} or {already = true}; raises RevertError."""
-    name = path.rsplit("/", 1)[-1]
+def swap(parent: int, path: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Make `path` (its last name in the folder `parent`) what `params.want` says, if it is what
+    `params.expect` says (the turn's end, `params.ended`). `params.unsaved`: a file of it whose buffer
+    has unsaved edits (refused then). Answers {} or {already = true}; raises RevertError."""
+    expect, want, unsaved = params["expect"], params["want"], str(params.get("unsaved") or "")
+    name, ended = path.rsplit("/", 1)[-1], float(params.get("ended") or 0)
     if _differs(parent, name, want, path, exact=True) is None:
         return {"already": True}
     if unsaved:
         raise RevertError("has unsaved edits in Neovim: save or undo them first", unsaved)
-    _check(parent, name, expect, path)
+    _check(parent, name, expect, path, ended)
     tmp, aside = temporary(name, "tmp"), temporary(name, "old")
     try:
         _build(parent, tmp, want)
@@ -45,7 +46,7 @@ def swap(parent: int, path: str, expect: dict[str, Any], want: dict[str, Any], u
         _remove(parent, tmp, None)
         raise
     try:
-        _check(parent, aside, expect, path)  # again: written to in between, it goes back
+        _check(parent, aside, expect, path, ended)  # again: written to in between, it goes back
         _move(parent, tmp, name)
     except BaseException:
         _remove(parent, tmp, None)
@@ -58,15 +59,18 @@ def swap(parent: int, path: str, expect: dict[str, Any], want: dict[str, Any], u
     return {}
 
 
-def _check(parent: int, name: str, expect: dict[str, Any], path: str) -> None:
-    why = _differs(parent, name, expect, path, exact=False)
+def _check(parent: int, name: str, expect: dict[str, Any], path: str, ended: float) -> None:
+    why = _differs(parent, name, expect, path, exact=False, ended=ended)
     if why is not None:
         raise RevertError(*why)
 
 
-def _differs(parent: int, name: str, version: dict[str, Any], path: str, *, exact: bool) -> tuple[str, str] | None:
+def _differs(
+    parent: int, name: str, version: dict[str, Any], path: str, *, exact: bool, ended: float = 0
+) -> tuple[str, str] | None:
     """Why `name` is not `version` (a folder may lack some of its files unless `exact`): a line,
-    and the file inside it is about ("" for `name` itself); None when it is."""
+    and the file inside it is about ("" for `name` itself); None when it is. `ended`: when the
+    turn ended (0: not known), to tell a file made since from one its snapshot left out."""
     try:
         info = os.lstat(name, dir_fd=parent)
     except FileNotFoundError:
@@ -81,7 +85,7 @@ def _differs(parent: int, name: str, version: dict[str, Any], path: str, *, exac
     seen: set[bytes] = set()
     fd = os.open(name, DIR_FLAGS, dir_fd=parent)
     try:
-        why = _walk(fd, b"", files, seen, path)
+        why = _walk(fd, b"", files, seen, (path, ended))
     finally:
         os.close(fd)
     if why is None and exact and len(seen) != len(files):
@@ -89,8 +93,11 @@ def _differs(parent: int, name: str, version: dict[str, Any], path: str, *, exac
     return why
 
 
-def _walk(fd: int, prefix: bytes, files: dict[bytes, Any], seen: set[bytes], path: str) -> tuple[str, str] | None:
+def _walk(
+    fd: int, prefix: bytes, files: dict[bytes, Any], seen: set[bytes], turn: tuple[str, float]
+) -> tuple[str, str] | None:
     """Is every file below the folder `fd` one of `files`, as it says? (see _differs)"""
+    path, ended = turn
     if prefix.count(b"/") > MAX_DEPTH:
         return "is a folder too deep to check: left as it is", ""
     for entry in sorted(os.listdir(fd)):
@@ -99,13 +106,15 @@ def _walk(fd: int, prefix: bytes, files: dict[bytes, Any], seen: set[bytes], pat
         if stat.S_ISDIR(info.st_mode):
             inner = os.open(entry, DIR_FLAGS, dir_fd=fd)
             try:
-                why = _walk(inner, rel + b"/", files, seen, path)
+                why = _walk(inner, rel + b"/", files, seen, turn)
             finally:
                 os.close(inner)
             if why is not None:
                 return why
-        elif rel not in files:
+        elif rel not in files and ended and max(info.st_mtime, info.st_ctime) > ended:
             return f"is now a folder holding files made after the turn ({_said(rel)}): left as it is", ""
+        elif rel not in files:  # made in the turn, or by you meanwhile: it cannot come back, it stays
+            return f"is now a folder holding files the snapshot left out ({_said(rel)}): left as it is", ""
         elif not _same(fd, entry, info, files[rel]):
             return f"changed after the turn: {_said(path)} is left as it is", f"{path}/{os.fsdecode(rel)}"
         else:
@@ -157,7 +166,7 @@ def _move(parent: int, src: str, dst: str) -> None:
         os.link(src, dst, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
     except FileExistsError:
         raise
-    except OSError:  # a file system without hard links: looked at, then renamed
+    except (OSError, NotImplementedError):  # no hard links here: looked at, then renamed
         with contextlib.suppress(FileNotFoundError):
             os.lstat(dst, dir_fd=parent)
             raise FileExistsError(errno.EEXIST, "exists", dst) from None
