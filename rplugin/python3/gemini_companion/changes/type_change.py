@@ -114,7 +114,8 @@ def _walk(
         elif rel not in files and ended and max(info.st_mtime, info.st_ctime) > ended:
             return f"is now a folder holding files made after the turn ({_said(rel)}): left as it is", ""
         elif rel not in files:  # made in the turn, or by you meanwhile: it cannot come back, it stays
-            return f"is now a folder holding files the snapshot left out ({_said(rel)}): left as it is", ""
+            which = "the snapshot left out" if ended else "not in the turn's snapshot"
+            return f"is now a folder holding files {which} ({_said(rel)}): left as it is", ""
         elif not _same(fd, entry, info, files[rel]):
             return f"changed after the turn: {_said(path)} is left as it is", f"{path}/{os.fsdecode(rel)}"
         else:
