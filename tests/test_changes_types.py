@@ -111,6 +111,10 @@ def test_revert_of_the_path_or_a_file_inside_takes_the_type_change_back_whole(ed
     assert snapshot(project) == start
     ed.nvim.command("GeminiChanges revert d/x.txt")
     assert said(ed) == ("d: nothing left to take back (it is as before the turn)", INFO)
+    (project / "d" / "sub" / "mine.txt").write_text("the user's, since\n")
+    ed.nvim.command("GeminiChanges revert d")
+    since = "what the turn changed is back; the rest was changed since"
+    assert said(ed) == (f"d: nothing left to take back ({since})", INFO)
 
 
 def test_a_folder_that_became_a_symlink_comes_back(ed, sandbox):  # noqa: F811

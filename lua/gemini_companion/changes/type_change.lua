@@ -142,7 +142,7 @@ function M.revert(turn, group, io)
     local about = type(answer) == 'table' and answer.path ~= '' and answer.path or root
     return refuse(about, type(answer) == 'table' and answer.error or vim.split(tostring(err or '?'), '\n')[1])
   elseif answer.already then
-    result.already = #members
+    result.already, result.since = #members, answer.since or nil -- files of yours added since stay
     return result
   end
   for path, buf in pairs(bufs) do

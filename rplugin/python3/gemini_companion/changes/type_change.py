@@ -30,14 +30,17 @@ MAX_DEPTH = 200  # folders inside folders a check goes down (a path is at most 4
 def swap(parent: int, path: str, params: dict[str, Any]) -> dict[str, Any]:
     """Make `path` (its last name in the folder `parent`) what `params.want` says, if it is what
     `params.expect` says (the turn's end, `params.ended`). `params.unsaved`: a file of it whose buffer
-    has unsaved edits (refused then). Answers {} or {already = true}; raises RevertError."""
+    has unsaved edits (refused then). Answers {}, or {already = true, since = files added since}
+    when it is as before the turn already; raises RevertError."""
     expect, want, unsaved = params["expect"], params["want"], str(params.get("unsaved") or "")
     name, ended = path.rsplit("/", 1)[-1], float(params.get("ended") or 0)
-    if _differs(parent, name, want, path, exact=True) is None:
-        return {"already": True}
+    back = _Look(want, path, extra=[])
+    if back.differs(parent, name) is None:
+        return {"already": True, "since": bool(back.extra)}
     if unsaved:
         raise RevertError("has unsaved edits in Neovim: save or undo them first", unsaved)
-    _check(parent, name, expect, path, ended)
+    left = _Look(expect, path, ended=ended)
+    left.check(parent, name)
     tmp, aside = temporary(name, "tmp"), temporary(name, "old")
     try:
         _build(parent, tmp, want)
@@ -46,7 +49,7 @@ def swap(parent: int, path: str, params: dict[str, Any]) -> dict[str, Any]:
         _remove(parent, tmp, None)
         raise
     try:
-        _check(parent, aside, expect, path, ended)  # again: written to in between, it goes back
+        left.check(parent, aside)  # again: written to in between, it goes back
         _move(parent, tmp, name)
     except BaseException:
         _remove(parent, tmp, None)
@@ -59,68 +62,74 @@ def swap(parent: int, path: str, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _check(parent: int, name: str, expect: dict[str, Any], path: str, ended: float) -> None:
-    why = _differs(parent, name, expect, path, exact=False, ended=ended)
-    if why is not None:
-        raise RevertError(*why)
+class _Look:
+    """Is a path the `version` of it? What the turn left (`extra` None): some of the folder's files
+    may be gone (nothing is lost), none may be added. What was before it (`extra` a list): every
+    file must be there, files added since are listed in `extra`. `ended`: when the turn ended (0:
+    not known), to tell a file made since from one the snapshot left out."""
 
+    def __init__(self, version: dict[str, Any], path: str, extra: list[bytes] | None = None, ended: float = 0):
+        self.version, self.path, self.extra, self.ended = version, path, extra, ended
+        self.files = {_bytes(file["path"]): file for file in version.get("files", [])}
 
-def _differs(
-    parent: int, name: str, version: dict[str, Any], path: str, *, exact: bool, ended: float = 0
-) -> tuple[str, str] | None:
-    """Why `name` is not `version` (a folder may lack some of its files unless `exact`): a line,
-    and the file inside it is about ("" for `name` itself); None when it is. `ended`: when the
-    turn ended (0: not known), to tell a file made since from one its snapshot left out."""
-    try:
-        info = os.lstat(name, dir_fd=parent)
-    except FileNotFoundError:
-        return "changed after the turn (it is gone): left as it is", ""
-    if version["kind"] != "folder":
-        if stat.S_ISDIR(info.st_mode):
-            return "is a folder now: left as it is", ""
-        return None if _same(parent, name, info, version) else ("changed after the turn: left as it is", "")
-    if not stat.S_ISDIR(info.st_mode):
-        return f"is a {_kind(info)} now: left as it is", ""
-    files = {_bytes(file["path"]): file for file in version["files"]}
-    seen: set[bytes] = set()
-    fd = os.open(name, DIR_FLAGS, dir_fd=parent)
-    try:
-        why = _walk(fd, b"", files, seen, (path, ended))
-    finally:
-        os.close(fd)
-    if why is None and exact and len(seen) != len(files):
-        return "changed after the turn: left as it is", ""
-    return why
+    def check(self, parent: int, name: str) -> None:
+        why = self.differs(parent, name)
+        if why is not None:
+            raise RevertError(*why)
 
+    def differs(self, parent: int, name: str) -> tuple[str, str] | None:
+        """Why `name` is not it: a line, and the file inside it is about ("" for `name`); None when it is."""
+        try:
+            info = os.lstat(name, dir_fd=parent)
+        except FileNotFoundError:
+            return "changed after the turn (it is gone): left as it is", ""
+        if self.version["kind"] != "folder":
+            if stat.S_ISDIR(info.st_mode):
+                return "is a folder now: left as it is", ""
+            return None if _same(parent, name, info, self.version) else ("changed after the turn: left as it is", "")
+        if not stat.S_ISDIR(info.st_mode):
+            return f"is a {_kind(info)} now: left as it is", ""
+        seen: set[bytes] = set()
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+        try:
+            why = self._walk(fd, b"", seen)
+        finally:
+            os.close(fd)
+        if why is None and self.extra is not None and len(seen) != len(self.files):
+            return "changed after the turn: left as it is", ""
+        return why
 
-def _walk(
-    fd: int, prefix: bytes, files: dict[bytes, Any], seen: set[bytes], turn: tuple[str, float]
-) -> tuple[str, str] | None:
-    """Is every file below the folder `fd` one of `files`, as it says? (see _differs)"""
-    path, ended = turn
-    if prefix.count(b"/") > MAX_DEPTH:
-        return "is a folder too deep to check: left as it is", ""
-    for entry in sorted(os.listdir(fd)):
-        rel = prefix + os.fsencode(entry)
-        info = os.lstat(entry, dir_fd=fd)
-        if stat.S_ISDIR(info.st_mode):
-            inner = os.open(entry, DIR_FLAGS, dir_fd=fd)
-            try:
-                why = _walk(inner, rel + b"/", files, seen, turn)
-            finally:
-                os.close(inner)
-            if why is not None:
-                return why
-        elif rel not in files and ended and max(info.st_mtime, info.st_ctime) > ended:
-            return f"is now a folder holding files made after the turn ({_said(rel)}): left as it is", ""
-        elif rel not in files:  # made in the turn, or by you meanwhile: it cannot come back, it stays
-            which = "the snapshot left out" if ended else "not in the turn's snapshot"
-            return f"is now a folder holding files {which} ({_said(rel)}): left as it is", ""
-        elif not _same(fd, entry, info, files[rel]):
-            return f"changed after the turn: {_said(path)} is left as it is", f"{path}/{os.fsdecode(rel)}"
-        else:
-            seen.add(rel)
-    return None
+    def _walk(self, fd: int, prefix: bytes, seen: set[bytes]) -> tuple[str, str] | None:
+        if prefix.count(b"/") > MAX_DEPTH:
+            return "is a folder too deep to check: left as it is", ""
+        for entry in sorted(os.listdir(fd)):
+            rel = prefix + os.fsencode(entry)
+            info = os.lstat(entry, dir_fd=fd)
+            if stat.S_ISDIR(info.st_mode):
+                inner = os.open(entry, DIR_FLAGS, dir_fd=fd)
+                try:
+                    why = self._walk(inner, rel + b"/", seen)
+                finally:
+                    os.close(inner)
+                if why is not None:
+                    return why
+            elif rel not in self.files and self.extra is not None:
+                self.extra.append(rel)
+            elif rel not in self.files:
+                return f"is now a folder holding files {self._whose(info)} ({_said(rel)}): left as it is", ""
+            elif not _same(fd, entry, info, self.files[rel]):
+                path = self.path
+                return f"changed after the turn: {_said(path)} is left as it is", f"{path}/{os.fsdecode(rel)}"
+            else:
+                seen.add(rel)
+        return None
+
+    def _whose(self, info: os.stat_result) -> str:
+        """A file not in the turn's snapshot: made since, or made in the turn and left out (ignored,
+        too big; or yours, meanwhile): it could not come back, so it stays."""
+        if not self.ended:
+            return "not in the turn's snapshot"
+        return "made after the turn" if max(info.st_mtime, info.st_ctime) > self.ended else "the snapshot left out"
 
 
 def _same(fd: int, name: str, info: os.stat_result, version: dict[str, Any]) -> bool:
