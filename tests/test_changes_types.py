@@ -301,3 +301,18 @@ def test_odd_names_in_and_of_a_type_change(ed, sandbox):  # noqa: F811
     ed.nvim.command("GeminiChanges undo")
     assert said(ed) == (f"turn {turn['id']} (gemini): 5 taken back", INFO)
     assert snapshot(project) == start
+
+
+def test_a_type_change_whose_folder_above_is_gone_makes_no_folder(ed, sandbox):  # noqa: F811
+    project = sandbox.project
+    committed(project, lambda: base(project))
+    a_turn(ed, project, lambda: retype(project))
+    for path in ((project / "a" / "b" / "c" / "deep.txt"), (project / "a" / "b" / "c"), (project / "a" / "b")):
+        path.unlink() if path.is_file() else path.rmdir()
+    (project / "a").rmdir()  # the user removed a/ after the turn
+    ed.nvim.chdir(str(project))
+    listen(ed)
+    ed.nvim.command("GeminiChanges revert a/b")
+    why = "its folder is gone: left as it is"
+    assert said(ed) == (f"a/b: 0 taken back, 1 refused (:copen lists them): a/b:1 {why}", WARN)
+    assert not (project / "a").exists()

@@ -302,15 +302,17 @@ def _put(params: dict[str, Any]) -> dict[str, Any]:
     All I/O goes through folder descriptors opened one name at a time from the work tree with
     O_NOFOLLOW: a folder an agent swaps for a symlink at any moment makes the revert refuse, it never
     reads, writes or deletes through it (checking a path, then using it, would). Answers {} or
-    {error = one line}."""
+    {error = one line, path = the file inside a folder it is about, or ""} (a type change: also
+    {already = true, since = bool})."""
     try:
         parts = str(params["path"]).split("/")
         if any(part in ("", ".", "..") for part in parts):
             raise RevertError("not a path of the work tree: left as it is")
         want, expect = params["want"], params["expect"]
-        folder = open_folder(str(params["work_tree"]), parts[:-1], want["kind"] != "none")
+        retyped = "folder" in (want["kind"], expect["kind"])  # a type change, taken back whole: it stands there
+        folder = open_folder(str(params["work_tree"]), parts[:-1], want["kind"] != "none" and not retyped)
         try:
-            if "folder" in (want["kind"], expect["kind"]):  # a type change, taken back whole
+            if retyped:
                 from gemini_companion.changes import type_change  # here: it imports this module
 
                 return type_change.swap(folder, str(params["path"]), params)
