@@ -399,7 +399,7 @@ def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any
         return
     tmp = temporary(name, "tmp")
     try:
-        make(folder, tmp, want, 0o644 if kind != "file" else mode)  # a file's own mode is kept, a new one's is git's
+        create(folder, tmp, want, 0o644 if kind != "file" else mode)  # a file's own mode is kept, a new one's is git's
         os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -412,7 +412,7 @@ def temporary(name: str, kind: str) -> str:
     return f".{name[:200]}.gemini-companion.{secrets.token_hex(6)}.{kind}"
 
 
-def make(folder: int, name: str | bytes, want: dict[str, Any], mode: int) -> None:
+def create(folder: int, name: str | bytes, want: dict[str, Any], mode: int) -> None:
     """Create `name` (new) as the file or link `want` says: a file with `mode`'s bits, execute as git's mode says."""
     if want["kind"] == "link":
         os.symlink(_bytes(want.get("data")), name, dir_fd=folder)

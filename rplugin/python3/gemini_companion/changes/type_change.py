@@ -22,7 +22,7 @@ import re
 import stat
 from typing import Any
 
-from gemini_companion.changes.changes import DIR_FLAGS, RevertError, _bytes, make, open_folder, temporary
+from gemini_companion.changes.changes import DIR_FLAGS, RevertError, _bytes, create, open_folder, temporary
 
 MAX_DEPTH = 200  # folders inside folders a check goes down (a path is at most 4096 bytes)
 
@@ -149,7 +149,7 @@ def _same(fd: int, name: str, info: os.stat_result, version: dict[str, Any]) -> 
 def _build(parent: int, name: str, want: dict[str, Any]) -> None:
     """Create `name` (new) as `want`: a file, a link, or a folder of them (folders as mkdir makes them)."""
     if want["kind"] != "folder":
-        make(parent, name, want, 0o644)
+        create(parent, name, want, 0o644)
         return
     os.mkdir(name, 0o777, dir_fd=parent)
     fd = os.open(name, DIR_FLAGS, dir_fd=parent)
@@ -160,7 +160,7 @@ def _build(parent: int, name: str, want: dict[str, Any]) -> None:
                 raise RevertError("not a path of the work tree: left as it is")
             inner = open_folder(fd, folders, True)
             try:
-                make(inner, last, file, 0o644)
+                create(inner, last, file, 0o644)
             finally:
                 os.close(inner)
     finally:
