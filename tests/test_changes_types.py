@@ -42,7 +42,7 @@ def committed(project: Path, build: Any) -> dict[str, Any]:
 
 def base(project: Path) -> None:
     """f: an executable file; d/: a folder of files (one executable, one a link); l: a link; a/b:
-    a file deep down; keep.txt: a file no turn touches."""
+    a file deep down; x.sh: an executable; k: a link; keep.txt: a file no turn touches."""
     (project / "f").write_text("#!/bin/sh\necho f\n")
     (project / "f").chmod(0o755)
     (project / "d" / "sub").mkdir(parents=True)
@@ -54,10 +54,14 @@ def base(project: Path) -> None:
     (project / "a").mkdir()
     (project / "a" / "b").write_text("deep\n")
     (project / "keep.txt").write_text("keep\n")
+    (project / "x.sh").write_text("x\n")
+    (project / "x.sh").chmod(0o755)
+    (project / "k").symlink_to("keep.txt")
 
 
 def retype(project: Path) -> None:
-    """The agent: f a folder, d a file (executable), l a folder, a/b a folder two deep."""
+    """The agent: f a folder, d a file (executable), l a folder, a/b a folder two deep, x.sh a link
+    to a folder, k an executable file (these two were taken back already: kept so)."""
     (project / "f").unlink()
     (project / "f" / "inner").mkdir(parents=True)
     (project / "f" / "one.txt").write_text("agent one\n")
@@ -76,6 +80,11 @@ def retype(project: Path) -> None:
     (project / "a" / "b").unlink()
     (project / "a" / "b" / "c").mkdir(parents=True)
     (project / "a" / "b" / "c" / "deep.txt").write_text("agent deep\n")
+    (project / "x.sh").unlink()
+    (project / "x.sh").symlink_to("a")
+    (project / "k").unlink()
+    (project / "k").write_text("agent k\n")
+    (project / "k").chmod(0o755)
 
 
 def test_undo_gives_every_type_change_back_whole_and_a_second_undo_finds_nothing(ed, sandbox):  # noqa: F811
@@ -108,6 +117,9 @@ def test_revert_of_the_path_or_a_file_inside_takes_the_type_change_back_whole(ed
     assert said(ed) == ("d: 4 taken back", INFO)
     ed.nvim.command("GeminiChanges revert l/in_l.txt")  # a link that became a folder
     assert said(ed) == ("l: 2 taken back", INFO)
+    for name in ("x.sh", "k"):  # a file become a link to a folder, a link become a file
+        ed.nvim.command(f"GeminiChanges revert {name}")
+        assert said(ed) == (f"{name}: 1 taken back", INFO)
     assert snapshot(project) == start
     ed.nvim.command("GeminiChanges revert d/x.txt")
     assert said(ed) == ("d: nothing left to take back (it is as before the turn)", INFO)
