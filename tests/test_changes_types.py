@@ -7,8 +7,11 @@ reason and nothing changes."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import git, wait_for
 from test_changes import a_turn, ed, refused  # noqa: F401 - fixtures
@@ -328,3 +331,29 @@ def test_a_type_change_whose_folder_above_is_gone_makes_no_folder(ed, sandbox): 
     why = "its folder is gone: left as it is"
     assert said(ed) == (f"a/b: 0 taken back, 1 refused (:copen lists them): a/b:1 {why}", WARN)
     assert not (project / "a").exists()
+
+
+def test_what_the_turn_left_that_cannot_be_deleted_is_named_where_it_is_kept(ed, sandbox):  # noqa: F811
+    """A file of the turn's that cannot be deleted (immutable here; read-only folder for a user):
+    the path is back, and the folder holding the rest of the turn's is named, not lost or hidden."""
+    project = sandbox.project
+    committed(project, lambda: base(project))
+    a_turn(ed, project, lambda: retype(project))
+    stuck = project / "f" / "inner" / "two.sh"
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        ed.nvim.chdir(str(project))
+        listen(ed)
+        ed.nvim.command("GeminiChanges revert f")
+        message, level = said(ed)
+        assert (project / "f").read_text() == "#!/bin/sh\necho f\n"
+        kept = [p for p in project.iterdir() if p.name.startswith(".f.gemini-companion.")]
+        assert len(kept) == 1 and (kept[0] / "inner" / "two.sh").read_text() == "agent two\n"
+        assert not (kept[0] / "one.txt").exists()  # the rest of it deleted
+        why = "taken back; what the turn left there is kept here (Operation not permitted)"
+        assert level == WARN and message == f"f: 3 taken back, 1 refused (:copen lists them): {kept[0].name}:1 {why}"
+    finally:
+        for path in [stuck, *project.glob(".f.gemini-companion.*/inner/two.sh")]:
+            if path.exists():
+                subprocess.run(["chattr", "-i", str(path)], check=False)

@@ -154,6 +154,10 @@ function M.revert(turn, group, io)
     end
   end
   result.reverted = #members
+  if answer.left then -- back, but some of what the turn left could not be deleted: where it is kept
+    local why = ('taken back; what the turn left there is kept here (%s)'):format(answer.why)
+    table.insert(result.refused, { filename = turn.work_tree .. '/' .. answer.left, lnum = 1, text = why })
+  end
   return result
 end
 

@@ -31,7 +31,8 @@ def swap(parent: int, path: str, params: dict[str, Any]) -> dict[str, Any]:
     """Make `path` (its last name in the folder `parent`) what `params.want` says, if it is what
     `params.expect` says (the turn's end, `params.ended`). `params.unsaved`: a file of it whose buffer
     has unsaved edits (refused then). Answers {}, or {already = true, since = files added since}
-    when it is as before the turn already; raises RevertError."""
+    when it is as before the turn already, or {left = path, why = line} when what the turn left
+    could not all be deleted after the swap (kept there, hidden); raises RevertError."""
     expect, want, unsaved = params["expect"], params["want"], str(params.get("unsaved") or "")
     name, ended = path.rsplit("/", 1)[-1], float(params.get("ended") or 0)
     back = _Look(want, path, extra=[])
@@ -58,7 +59,14 @@ def swap(parent: int, path: str, params: dict[str, Any]) -> dict[str, Any]:
         except OSError:
             raise RevertError(f"something new stands there; what was there is kept as {_said(aside)}") from None
         raise
-    _remove(parent, aside, expect)
+    why = ""
+    try:
+        _remove(parent, aside, expect)
+    except OSError as err:  # the path is back; what stays of the turn's is named, never lost
+        why = err.strerror or str(err)
+    with contextlib.suppress(FileNotFoundError):
+        os.lstat(aside, dir_fd=parent)
+        return {"left": path[: len(path) - len(name)] + aside, "why": why or "a file appeared in it meanwhile"}
     return {}
 
 
