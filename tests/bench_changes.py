@@ -6,7 +6,8 @@
 - `:GeminiChanges` for a turn that changed 100 files, in Neovim (<= 50 ms).
 - Taking back one hunk from the changes diff, in Neovim (<= 20 ms).
 - `:GeminiChanges undo` of that 100-file turn, in Neovim (<= 150 ms; it held the loop ~730 ms while
-  each file took three git runs).
+  each file took three git runs); and of a turn that made a file a folder of 100 files (issue 31:
+  the whole path checked and swapped back in one host call).
 """
 
 from __future__ import annotations
@@ -97,6 +98,21 @@ def run() -> list[Row]:
                 str(turn["id"]),
             )
             assert (sandbox.project / "d01" / "f0199.txt").read_text() == LINE * (FILE_BYTES // 100)  # back
+            retyped = sandbox.project / "d03" / "f0300.txt"
+
+            def to_folder() -> None:
+                retyped.unlink()
+                retyped.mkdir()
+                for i in range(100):
+                    (retyped / f"n{i:03}.txt").write_text(LINE * 10)
+
+            folder_turn = a_turn(editor, sandbox.project, to_folder, agent="bench")
+            assert len(folder_turn["files"]) == 101
+            undo_type = editor.lua(
+                "local t = vim.uv.hrtime() vim.cmd('GeminiChanges undo ' .. ...) return (vim.uv.hrtime() - t) / 1e6",
+                str(folder_turn["id"]),
+            )
+            assert retyped.read_text() == LINE * (FILE_BYTES // 100)  # the file again
             reverts = []
             for i in range(REPEATS):
                 path = sandbox.project / "d02" / f"f{200 + i:04}.txt"
@@ -126,6 +142,7 @@ def run() -> list[Row]:
         row(":GeminiChanges, a turn of 100 files", listing, "ms", "<= 50", listing <= 50),
         row("take back one hunk (changes diff, dp)", revert, "ms", "<= 20", revert <= 20),
         row(":GeminiChanges undo, a turn of 100 files (main loop held)", undo, "ms", "<= 150", undo <= 150),
+        row("  a file become a folder of 100 files, undone", undo_type, "ms", "<= 150", undo_type <= 150),
         row("objects added to the user's repository by a turn (2,000 untracked files)", added, "", "0", added == 0),
     ]
 

@@ -78,3 +78,40 @@ def test_a_yolo_turn_is_listed_and_taken_back_hunk_by_hunk(sandbox: Sandbox, cli
         assert not (project / "new.txt").exists() and (project / "gone.txt").read_text() == "bye\n"
         # (The CLI itself may refresh the index's stat data: its entries are what must stay.)
         assert (git(project, "stash", "list"), git(project, "for-each-ref"), git(project, "ls-files", "-s")) == state
+
+
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_a_yolo_turn_that_changes_types_is_undone_whole(sandbox: Sandbox, cli: str):
+    """The agent's shell makes the executable file `f` a folder (and its tool writes a file in it)
+    and the folder `d` a file: `undo` gives both back, type, bytes and execute bit."""
+    project = sandbox.project
+    git(project, "init", "-q")
+    (project / "f").write_text("#!/bin/sh\necho f\n")
+    (project / "f").chmod(0o755)
+    (project / "d" / "sub").mkdir(parents=True)
+    (project / "d" / "sub" / "x.txt").write_text("x\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    shell = {
+        "command": "rm f && mkdir -p f/inner && echo two > f/inner/two.txt && rm -r d && echo agent > d",
+        "description": "reshape",
+        "is_background": False,
+    }
+    turns_script = [
+        Turn(call="run_shell_command", args=shell),
+        Turn(call="write_file", args={"file_path": str(project / "f" / "one.txt"), "content": "one\n"}),
+        Turn(text="Reshaped."),
+    ]
+    setup = {"agents": {cli: {"cmd": AGENT[cli]}}, "default_agent": cli, "cli_settings": "auto"}
+    with neovim_with_agents(sandbox, project / "d" / "sub" / "x.txt", turns_script, setup) as (tui, model, _):
+        tui.ex("Gemini")
+        tui.ask_agent("reshape the project", lambda: model.requests)
+        turns = "return require('gemini_companion.changes').turns"
+        turn = wait_for(lambda: [t for t in tui.lua(turns) if t["files"]], E2E_TIMEOUT, "the turn")[-1]
+        assert sorted(f["path"] for f in turn["files"]) == ["d", "d/sub/x.txt", "f", "f/inner/two.txt", "f/one.txt"]
+        tui.ex("GeminiChanges undo")
+        wait_for(lambda: (project / "f").is_file(), 30, "the turn undone")
+        tui.wait_screen("5 taken back")
+        assert (project / "f").read_text() == "#!/bin/sh\necho f\n" and (project / "f").stat().st_mode & 0o777 == 0o755
+        assert (project / "d" / "sub" / "x.txt").read_text() == "x\n"
+        assert sorted(p.name for p in project.iterdir()) == [".git", "d", "f"]

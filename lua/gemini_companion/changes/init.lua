@@ -7,6 +7,7 @@ local env_names = require('gemini_companion.env')
 local files = require('gemini_companion.files')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
+local type_change = require('gemini_companion.changes.type_change')
 
 local M = {}
 
@@ -31,6 +32,7 @@ local SCHEME = 'gemini-changes://'
 ---@field open boolean
 ---@field files gemini_companion.FileChange[]
 ---@field skipped string[]
+---@field ended number? when it ended (os time, s); nil for a span
 
 --- Each CLI's hook events for a turn's start, a tool's end and the turn's end, and those that
 --- only tell the agent's state ('attention': a session start, a question for the user; the CLI
@@ -217,7 +219,7 @@ end
 
 --- A version of a file in a tree, as changes_put takes it.
 ---@class gemini_companion.Version
----@field kind 'file'|'link'|'none'
+---@field kind 'file'|'link'|'none'|'folder' a folder only when asked for (type_change.lua)
 ---@field data string? bytes, or a link's target
 ---@field mode string? git's mode: '100644', '100755', '120000'
 
@@ -263,11 +265,12 @@ end
 --- in one `git cat-file --batch`: a name never enters that line protocol. Three git runs for a
 --- batch of files (three runs per file held Neovim 650 ms for a turn of 100). A path gets
 --- `err` instead when a tree or its blob is gone (pruned: absent would say nothing) or its entry
---- is not a file or a link.
+--- is not a file or a link (a folder's is kind 'folder', without its files, when `folders`).
 ---@param turn gemini_companion.Turn
 ---@param paths string[] at most BATCH
+---@param folders boolean?
 ---@return table<string, {before: gemini_companion.Version?, after: gemini_companion.Version?, err: string?}>
-local function versions_of(turn, paths)
+local function versions_of(turn, paths, folders)
   local gone = "the turn's snapshot is gone (pruned): left as it is"
   local sides, ids = {}, {}
   for i, tree in ipairs({ turn.before, turn.after }) do
@@ -276,7 +279,7 @@ local function versions_of(turn, paths)
       local each = {}
       for _, path in ipairs(paths) do
         -- git failed on the batch (a folder object gone, say): one by one, the others still read.
-        each[path] = (#paths > 1 and not why) and versions_of(turn, { path })[path] or { err = why or gone }
+        each[path] = (#paths > 1 and not why) and versions_of(turn, { path }, folders)[path] or { err = why or gone }
       end
       return each
     end
@@ -319,12 +322,13 @@ local function versions_of(turn, paths)
     local out = {}
     for i = 1, 2 do
       local e = sides[i][path] or {}
-      if e.mode and not FILE_MODES[e.mode] then
+      local folder = folders and e.mode == '040000'
+      if e.mode and not FILE_MODES[e.mode] and not folder then
         out.err = "the turn's snapshot holds no file here: left as it is"
-      elseif e.oid and not data[e.oid] then
+      elseif e.oid and not data[e.oid] and not folder then
         out.err = out.err or gone
       end
-      out[i] = version(e.oid and data[e.oid], e.mode or '')
+      out[i] = folder and { kind = 'folder' } or version(e.oid and data[e.oid], e.mode or '')
     end
     result[path] = out.err and { err = out.err } or { before = out[1], after = out[2] }
   end
@@ -336,7 +340,7 @@ end
 ---@param path string
 ---@return gemini_companion.Version? before, gemini_companion.Version? after, string? error
 local function versions(turn, path)
-  local found = versions_of(turn, { path })[path]
+  local found = versions_of(turn, { path }, true)[path]
   return found.before, found.after, found.err
 end
 
@@ -582,6 +586,9 @@ local function revert_file(turn, change, only, found)
   return result
 end
 
+---@type gemini_companion.TypeChangeIO
+local type_io = { versions_of = versions_of, loaded = loaded, reload = reload, batch = BATCH }
+
 --- A name as one line of a message (a newline or a byte that is not UTF-8 shown as such).
 ---@param name string
 ---@return string
@@ -733,6 +740,11 @@ function M.revert_hunk()
   if not turn then
     return message.notify('not in a changes window (open one from :GeminiChanges)', 'error')
   end
+  local group = type_change.group(turn, where.path) -- its hunks are the whole path's type change
+  if group then
+    report({ type_change.revert(turn, group, type_io) }, said(group.root), 'it is as before the turn')
+    return vim.cmd('diffupdate')
+  end
   local change = vim.iter(turn.files):find(function(c)
     return c.path == where.path
   end)
@@ -777,9 +789,12 @@ function M.command(args)
     if not turn then
       return message.notify(err or '?', 'error')
     end
-    local results = {}
-    for first = 1, #turn.files, BATCH do
-      local batch = vim.list_slice(turn.files, first, first + BATCH - 1)
+    local plain, groups = type_change.split(turn.files)
+    local results = vim.tbl_map(function(group)
+      return type_change.revert(turn, group, type_io)
+    end, groups)
+    for first = 1, #plain, BATCH do
+      local batch = vim.list_slice(plain, first, first + BATCH - 1)
       local found = versions_of(
         turn,
         vim.tbl_map(function(change)
@@ -812,7 +827,9 @@ function M.command(args)
         local file = turn.work_tree .. '/' .. change.path
         local named = file == target or (in_real and file == in_real .. '/' .. base)
         if (by_name and named) or (not by_name and file == real) then
-          report({ revert_file(turn, change) }, said(change.path), 'it is as before the turn')
+          local group = type_change.group(turn, change.path) -- a path in a type change: all of it
+          local result = group and type_change.revert(turn, group, type_io) or revert_file(turn, change)
+          report({ result }, said(group and group.root or change.path), 'it is as before the turn')
           return pcall(vim.cmd.diffupdate)
         end
       end

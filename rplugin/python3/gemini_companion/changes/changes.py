@@ -19,7 +19,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -287,29 +287,40 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class RevertError(Exception):
-    """One line: why a revert left the file as it is."""
+    """One line: why a revert left the file as it is (`path`: the file inside a folder it is about)."""
+
+    def __init__(self, why: str, path: str = "") -> None:
+        super().__init__(why)
+        self.path = path
 
 
 def _put(params: dict[str, Any]) -> dict[str, Any]:
     """Make `path` (relative to `work_tree`) what `want` says, if it is still what `expect` says.
 
-    Each is {kind = "file" | "link" | "none", data = bytes or link target, mode = git mode or nil}.
+    Each is {kind = "file" | "link" | "none", data = bytes or link target, mode = git mode or nil},
+    or a folder of them, {kind = "folder", files = [{path (inside it), kind, data, mode}]} (type_change.py).
     All I/O goes through folder descriptors opened one name at a time from the work tree with
     O_NOFOLLOW: a folder an agent swaps for a symlink at any moment makes the revert refuse, it never
     reads, writes or deletes through it (checking a path, then using it, would). Answers {} or
-    {error = one line}."""
+    {error = one line, path = the file inside a folder it is about, or ""} (a type change: also
+    {already = true, since = bool})."""
     try:
         parts = str(params["path"]).split("/")
         if any(part in ("", ".", "..") for part in parts):
             raise RevertError("not a path of the work tree: left as it is")
         want, expect = params["want"], params["expect"]
-        folder = _open_folder(str(params["work_tree"]), parts[:-1], want["kind"] != "none")
+        retyped = "folder" in (want["kind"], expect["kind"])  # a type change, taken back whole: it stands there
+        folder = open_folder(str(params["work_tree"]), parts[:-1], want["kind"] != "none" and not retyped)
         try:
+            if retyped:
+                from gemini_companion.changes import type_change  # here: it imports this module
+
+                return type_change.swap(folder, str(params["path"]), params)
             _replace(folder, parts[-1], expect, want)
         finally:
             os.close(folder)
     except RevertError as err:
-        return {"error": str(err)}
+        return {"error": str(err), "path": err.path}
     except (OSError, KeyError, TypeError, ValueError) as err:
         return {"error": f"cannot write: {getattr(err, 'strerror', None) or err}"}
     return {}
@@ -320,10 +331,10 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
 
 
-def _open_folder(root: str, names: list[str], make: bool) -> int:
-    """The folder `names` below `root`, opened without following a symlink at any step (made,
-    like mkdir -p, when `make`)."""
-    fd = os.open(root, DIR_FLAGS)
+def open_folder(root: str | int, names: Sequence[str | bytes], make: bool) -> int:
+    """The folder `names` below `root` (a path, or a folder's descriptor), opened without following
+    a symlink at any step (made, like mkdir -p, when `make`)."""
+    fd = os.open(root, DIR_FLAGS) if isinstance(root, str) else os.dup(root)
     try:
         for name in names:
             try:
@@ -386,22 +397,30 @@ def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any
         if kind != "none":
             os.unlink(name, dir_fd=folder)
         return
-    tmp = f".{name[:200]}.gemini-companion.{secrets.token_hex(6)}.tmp"
+    tmp = temporary(name, "tmp")
     try:
-        if want["kind"] == "link":
-            os.symlink(_bytes(want.get("data")), tmp, dir_fd=folder)
-        else:
-            new = 0o644 if kind != "file" else mode  # a file's own mode is kept, a new one's is git's
-            new = _git_mode(new, want.get("mode"))
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
-            with os.fdopen(fd, "wb") as file:
-                file.write(_bytes(want.get("data")))
-                os.fchmod(fd, new)  # the mode asked for, whatever the umask
+        create(folder, tmp, want, 0o644 if kind != "file" else mode)  # a file's own mode is kept, a new one's is git's
         os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=folder)
         raise
+
+
+def temporary(name: str, kind: str) -> str:
+    """A hidden name beside `name`, ours and new."""
+    return f".{name[:200]}.gemini-companion.{secrets.token_hex(6)}.{kind}"
+
+
+def create(folder: int, name: str | bytes, want: dict[str, Any], mode: int) -> None:
+    """Create `name` (new) as the file or link `want` says: a file with `mode`'s bits, execute as git's mode says."""
+    if want["kind"] == "link":
+        os.symlink(_bytes(want.get("data")), name, dir_fd=folder)
+        return
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    with os.fdopen(fd, "wb") as file:
+        file.write(_bytes(want.get("data")))
+        os.fchmod(fd, _git_mode(mode, want.get("mode")))  # the mode asked for, whatever the umask
 
 
 def _first_line(err: BaseException) -> str:
