@@ -15,11 +15,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchlib import STALL_PROBE
 from conftest import TIMEOUT, Editor, Sandbox, wait_for
 from e2e.fake_model import FakeModel
 from e2e.tui import GEMINI_BIN, NODE22, QWEN_CLI, gemini_settings, qwen_settings
@@ -370,13 +373,20 @@ def test_a_command_that_resumes_already_is_not_asked_about(world, editor_factory
     assert ed.lua("return _G.shown.items") is None
 
 
-def session_text(session_id: str, prompt: str, *, preamble: str = "setup", summary: str | None = None) -> str:
+def session_text(
+    session_id: str,
+    prompt: str,
+    *,
+    preamble: str = "setup",
+    summary: str | None = None,
+    updated: str = "2026-11-25T23:00:00.000Z",
+) -> str:
     """A Gemini session file as gemini-cli 0.61.0 writes it: header, preamble, prompt, answer."""
     lines: list[Any] = [
         {"sessionId": session_id, "projectHash": "x", "startTime": "2026-11-25T22:07:02.608Z", "kind": "main"},
         {"$set": {"messages": [{"id": "p", "type": "user", "content": [{"text": f"<session_context>\n{preamble}"}]}]}},
         {"id": "u", "type": "user", "content": [{"text": prompt}]},
-        {"$set": {"lastUpdated": "2026-11-25T23:00:00.000Z"}},
+        {"$set": {"lastUpdated": updated}},
         {"id": "g", "type": "gemini", "content": "an answer"},
     ]
     if summary is not None:
@@ -464,3 +474,40 @@ def test_a_lister_that_will_not_stop_is_ended_whole(world, editor_factory, liste
     assert all(len(line) < 200 for line in ed.messages().splitlines())
     pids = [int((world.base / name).read_text()) for name in ("pid", "kid")]
     wait_for(lambda: pids_gone(*pids), TIMEOUT, f"the lister's processes {pids} ended")
+
+
+LISTING = """
+_G.listed = nil
+require('gemini_companion.agents.sessions').list('gemini', function(list, err) _G.listed = list or err end)
+"""
+
+
+def test_listing_costs_what_is_shown_not_what_is_on_disk(world, editor_factory):
+    """10,000 conversations, and four of 60 MB each whose first prompt follows a 60 MB line (a
+    preamble: memory files, a pasted log). Each file was read and parsed in one turn of Neovim's
+    main loop (1.2 s for one of these), every file every time (10,000: 5.6 s). The newest 100 are
+    listed; Neovim's main loop goes on meanwhile (the bound is generous: a loaded machine; `make
+    bench` has the figure, <= 16 ms)."""
+    chats = gemini_chats(world)
+    old = time.time() - 86400
+    for i in range(10_000):
+        sid = str(uuid.uuid4())
+        path = chats / f"session-2026-11-20T10-00-{sid[:8]}.jsonl"
+        path.write_text(session_text(sid, f"old {i}", updated="2026-11-20T10:00:00.000Z"))
+        os.utime(path, (old, old))
+    huge = []
+    for i in range(4):
+        sid = str(uuid.uuid4())
+        huge.append(sid)
+        text = session_text(sid, f"huge {i}", preamble="x" * 60_000_000, updated=f"2026-11-26T10:0{i}:00.000Z")
+        (chats / f"session-2026-11-26T10-0{i}-{sid[:8]}.jsonl").write_text(text)
+    ed = editor_factory(setup_for(world))
+    ed.lua(STALL_PROBE)
+    ed.lua("_G.bench_stall_reset()")
+    ed.lua(LISTING)
+    listed = wait_for(lambda: ed.lua("return _G.listed"), TIMEOUT, "the list")
+    stall = ed.lua("return _G.bench_stall()")
+    assert [s["id"] for s in listed[:4]] == huge[::-1]
+    assert [s["prompt"] for s in listed[:4]] == ["huge 3", "huge 2", "huge 1", "huge 0"]
+    assert len(listed) == 100
+    assert stall < 1000, f"the main loop stalled {stall:.0f} ms"

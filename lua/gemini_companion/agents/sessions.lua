@@ -277,7 +277,7 @@ function M.sessions(name)
   end
   M.list(name, function(sessions, err)
     if not sessions then
-      return message.notify(('%s sessions: %s'):format(name, err or '?'), 'warn')
+      return message.notify(('%s sessions: %s'):format(name, one_line(err or '?', 100)), 'warn')
     end
     if #sessions == 0 then
       return message.notify(('%s: no earlier conversations in %s'):format(name, one_line(vim.fn.getcwd(), 60)))
