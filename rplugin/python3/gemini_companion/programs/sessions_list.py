@@ -42,6 +42,7 @@ TAIL = 64 * 1024  # the summary and the last change are appended: read from the 
 CHUNK = 256 * 1024
 TEXT_MAX = 400  # characters of a title or prompt kept (Lua shows fewer)
 OUTPUT_MAX = 16 * 1024 * 1024  # of a lister's output
+READ_MAX = 512 * 1024 * 1024  # read by one listing at most (files whose first prompt follows huge lines)
 ORPHAN_MAX = 1024 * 1024  # an orphan holds a header and the preamble: a few KB
 NAME = re.compile(r"^session-.+-([0-9a-f]{8})\.jsonl?$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
@@ -104,6 +105,9 @@ def typed_text(record: Any) -> str | None:
     return content
 
 
+spent = [0]  # bytes read so far
+
+
 def lines(fd: int, start: int, end: int) -> Any:
     """The lines of the file between `start` and `end` (bytes); a line over LINE_MAX is skipped."""
     pos, buf, skipping = start, b"", False
@@ -112,6 +116,7 @@ def lines(fd: int, start: int, end: int) -> Any:
         if not chunk:
             break
         pos += len(chunk)
+        spent[0] += len(chunk)
         parts = (buf + chunk).split(b"\n")
         buf = parts.pop()
         for part in parts:
@@ -191,7 +196,7 @@ def list_gemini(chats: str, limit: int) -> list[dict[str, Any]]:
     files.sort(reverse=True)
     sessions: dict[str, dict[str, Any]] = {}
     for _, path in files:
-        if len(sessions) >= limit:
+        if len(sessions) >= limit or spent[0] > READ_MAX:
             break
         session = read(path, gemini_file)
         if session and session["id"] not in sessions:
