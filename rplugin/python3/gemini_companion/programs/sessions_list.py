@@ -157,7 +157,7 @@ def gemini_file(fd: int, info: os.stat_result) -> dict[str, Any] | None:
         if isinstance(update, dict):
             summary, updated = update.get("summary", summary), update.get("lastUpdated", updated)
     return {
-        "id": meta["sessionId"].lower(),
+        "id": meta["sessionId"],
         "title": shown(summary),
         "prompt": shown(prompt),
         "updated": epoch(updated) or info.st_mtime,
@@ -258,7 +258,7 @@ def list_qwen(cmd: list[str], seconds: float, limit: int) -> list[dict[str, Any]
             mtime = item.get("mtime")
             sessions.append(
                 {
-                    "id": item["sessionId"].lower(),
+                    "id": item["sessionId"],
                     "title": shown(item.get("customTitle")),
                     "prompt": shown(item.get("prompt")),
                     "updated": mtime / 1000 if isinstance(mtime, (int, float)) else epoch(item.get("startTime")),
@@ -292,7 +292,7 @@ def sweep(chats: str, only: str | None) -> list[str]:
         if len(names) < 2 or (only and only not in names):
             continue
         found = {name: read(os.path.join(chats, name), orphan_facts) for name in names}
-        facts = {name: f for name, f in found.items() if f and f["id"][:8].lower() == short}
+        facts = {name: f for name, f in found.items() if f and f["id"][:8] == short}
         for name, orphan in sorted(facts.items()):
             kept = any(o != name and f["id"] == orphan["id"] and f["resumable"] for o, f in facts.items())
             if (only in (None, name)) and orphan["proven_empty"] and kept and unchanged(chats, name, orphan["stat"]):
@@ -322,7 +322,7 @@ def orphan_facts(fd: int, info: os.stat_result) -> dict[str, Any] | None:
         return None
     stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     empty = understood and not resumable
-    return {"id": session_id.lower(), "resumable": resumable, "proven_empty": empty, "stat": stamp}
+    return {"id": session_id, "resumable": resumable, "proven_empty": empty, "stat": stamp}
 
 
 def resumable_record(record: Any) -> bool:
