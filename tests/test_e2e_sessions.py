@@ -47,9 +47,11 @@ def asked(model: FakeModel, text: str) -> list[str]:
     return [body for body in (json.dumps(r["body"]) for r in model.requests) if text in body]
 
 
-def neovim(sandbox: Sandbox, cli: str, model: FakeModel, name: str, resume: str = "never") -> Tui:
+def neovim(
+    sandbox: Sandbox, cli: str, model: FakeModel, name: str, resume: str = "never", files: list[str] | None = None
+) -> Tui:
     setup = {"agents": {cli: {"cmd": COMMAND[cli]}}, "default_agent": cli, "cli_settings": "auto", "resume": resume}
-    tui = Tui(sandbox, model.url, [], name=name, ide_enabled=False, setup=setup)
+    tui = Tui(sandbox, model.url, files or [], name=name, ide_enabled=False, setup=setup)
     tui.wait_running()
     return tui
 
@@ -130,6 +132,67 @@ def test_conversations_come_back(sandbox, cli):
             turn(tui, model, cli, PROMPTS[3])
             carried = asked(model, PROMPTS[3])
             assert carried and all(PROMPTS[0] in body and PROMPTS[1] not in body for body in carried)
+        finally:
+            tui.close()
+    finally:
+        model.close()
+
+
+LISTED = """
+local out
+require('gemini_companion.agents.sessions').list(..., function(list, err) out = list or err end)
+vim.wait(60000, function() return out ~= nil end)
+return type(out) == 'table' and vim.tbl_map(require('gemini_companion.agents.sessions').format, out) or out
+"""
+
+
+def first_conversation(sandbox: Sandbox, cli: str, model: FakeModel) -> None:
+    """One conversation, in IDE mode with a file open: the CLI sends the editor's context first."""
+    (sandbox.project / "notes.txt").write_text("some notes\n")
+    tui = neovim(sandbox, cli, model, "first", files=["notes.txt"])
+    try:
+        tui.ex(f"Gemini {cli}")
+        turn(tui, model, cli, PROMPTS[0])
+        assert any("editor context" in body for body in asked(model, PROMPTS[0]))
+    finally:
+        tui.close()
+
+
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_a_session_is_titled_by_what_the_user_asked(sandbox, cli):
+    """The CLI's first user message is the editor's context, not the user's words: the list shows
+    the prompt typed."""
+    model = Model([])
+    try:
+        first_conversation(sandbox, cli, model)
+        tui = neovim(sandbox, cli, model, "second", files=["notes.txt"])
+        try:
+            listed = tui.lua(LISTED, cli)
+            assert len(listed) == 1 and PROMPTS[0] in listed[0] and "editor context" not in listed[0], listed
+        finally:
+            tui.close()
+    finally:
+        model.close()
+
+
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_sessions_while_the_resumed_agent_runs_says_so(sandbox, cli):
+    """`:Gemini sessions` right after `:Gemini resume`: a line that stays on screen says the agent
+    runs (the agent's terminal was entered after it: `-- TERMINAL --` hid it; no list, no word)."""
+    model = Model([])
+    try:
+        first_conversation(sandbox, cli, model)
+        tui = neovim(sandbox, cli, model, "second", files=["notes.txt"])
+        try:
+            tui.ex("Gemini resume")
+            tui.wait_ready()
+            tui.ex("Gemini sessions")
+            said = f"{cli} is running: /quit it first"
+            tui.wait_screen(said)
+            # Not a flash: the terminal was entered right after it (its mode line replaced it).
+            assert tui.lua("return vim.api.nvim_get_mode().mode") != "t"
+            tui.lua("vim.cmd.redraw()")
+            tui.wait_screen(said)
         finally:
             tui.close()
     finally:

@@ -15,11 +15,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchlib import STALL_PROBE
 from conftest import TIMEOUT, Editor, Sandbox, wait_for
 from e2e.fake_model import FakeModel
 from e2e.tui import GEMINI_BIN, NODE22, QWEN_CLI, gemini_settings, qwen_settings
@@ -35,6 +38,13 @@ GEMINI_IDS = [  # newest first: theta, then the resumed one (last prompt 22:07:0
 QWEN_ID = "bce5e18d-ef17-48bc-baad-1e2f280f43a4"
 HOSTILE_ID = "0badc0de-0000-4000-8000-000000000001"
 SESSIONS = "local sessions = require('gemini_companion.agents.sessions')\n"
+# The sweep runs off the main loop: its answer, waited for.
+SWEEP = (
+    SESSIONS
+    + """local a, out = {...}, nil
+    sessions.sweep(a[1], a[2], function(deleted) out = deleted end)
+    return vim.wait(20000, function() return out ~= nil end) and out"""
+)
 
 
 def gemini_chats(sandbox: Sandbox) -> Path:
@@ -151,7 +161,9 @@ def test_the_resume_orphan_is_deleted_and_the_cli_keeps_every_conversation(world
     # only that file); the CLI then keeps every conversation.
     chats = gemini_chats(world)
     ed = editor_factory(setup_for(world))
-    orphan = "return sessions.orphan({name = 'gemini', cli = 'gemini', version = ...}, select(2, ...))"
+    orphan = """local a, out = {...}, nil
+    sessions.orphan({name = 'gemini', cli = 'gemini', version = a[1]}, a[2], function(d) out = d end)
+    return vim.wait(20000, function() return out ~= nil end) and out"""
     assert ed.lua(SESSIONS + orphan, "0.62.0", str(chats / ORPHAN)) == []  # a version without the bug
     assert ed.lua(SESSIONS + orphan, "0.61.0", str(world.base / ORPHAN)) == []  # not in the chats folder
     assert ed.lua(SESSIONS + orphan, "0.61.0", str(chats / ORPHAN)) == [ORPHAN]
@@ -192,7 +204,7 @@ def test_a_file_the_cli_would_resume_from_is_never_an_orphan(world, editor_facto
         (chats / ORPHAN).write_text(
             "".join(json.dumps(r) + "\n" for r in [header, {"$set": {"messages": [preamble]}}, record])
         )
-        assert ed.lua(SESSIONS + "return sessions.sweep(...)", str(chats), ORPHAN) == [], record
+        assert ed.lua(SWEEP, str(chats), ORPHAN) == [], record
         assert (chats / ORPHAN).exists()
 
 
@@ -219,7 +231,7 @@ def test_the_sweep_deletes_only_a_proven_orphan(world, editor_factory):
     (chats / "session-2026-11-25T22-15-046d5a5f.jsonl").write_text(orphan_text(RESUMED))
     os.chown(chats / "session-2026-11-25T22-15-046d5a5f.jsonl", 65534, 65534)  # not ours
     ed = editor_factory(setup_for(world))
-    deleted = ed.lua(SESSIONS + "return sessions.sweep(...)", str(chats))
+    deleted = ed.lua(SWEEP, str(chats))
     assert deleted == [ORPHAN]
     for name in [*kept, "session-2026-11-25T22-14-046d5a5f.jsonl", "session-2026-11-25T22-15-046d5a5f.jsonl"]:
         assert (chats / name).is_symlink() or (chats / name).exists(), name
@@ -228,8 +240,8 @@ def test_the_sweep_deletes_only_a_proven_orphan(world, editor_factory):
     link = world.base / "linked-chats"
     link.symlink_to(chats)
     shutil.copy(DATA / "gemini-0.61.0" / ORPHAN, chats / ORPHAN)
-    assert ed.lua(SESSIONS + "return sessions.sweep(...)", str(link)) == []
-    assert ed.lua(SESSIONS + "return sessions.sweep(...)", str(chats)) == [ORPHAN]
+    assert ed.lua(SWEEP, str(link)) == []
+    assert ed.lua(SWEEP, str(chats)) == [ORPHAN]
 
 
 def test_sessions_lists_newest_first_on_one_line_and_resumes_by_id(world, editor_factory):
@@ -359,3 +371,143 @@ def test_a_command_that_resumes_already_is_not_asked_about(world, editor_factory
     ed.nvim.command("Gemini")
     assert started_with(world, "gemini") == ["--resume", "latest"]
     assert ed.lua("return _G.shown.items") is None
+
+
+def session_text(
+    session_id: str,
+    prompt: str,
+    *,
+    preamble: str = "setup",
+    summary: str | None = None,
+    updated: str = "2026-11-25T23:00:00.000Z",
+) -> str:
+    """A Gemini session file as gemini-cli 0.61.0 writes it: header, preamble, prompt, answer."""
+    lines: list[Any] = [
+        {"sessionId": session_id, "projectHash": "x", "startTime": "2026-11-25T22:07:02.608Z", "kind": "main"},
+        {"$set": {"messages": [{"id": "p", "type": "user", "content": [{"text": f"<session_context>\n{preamble}"}]}]}},
+        {"id": "u", "type": "user", "content": [{"text": prompt}]},
+        {"$set": {"lastUpdated": updated}},
+        {"id": "g", "type": "gemini", "content": "an answer"},
+    ]
+    if summary is not None:
+        lines.append({"$set": {"summary": summary}})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_every_text_of_a_session_is_shown_as_one_safe_line(world, editor_factory):
+    # The model chooses a summary, the user types (or pastes) the prompt: NUL (valid JSON), a lone
+    # surrogate escape, control bytes and an escape sequence, invalid UTF-8, a megabyte of title.
+    chats = gemini_chats(world)
+    hostile = "session-2026-11-25T22-20-0badc0de.jsonl"
+    prompt = "evil\u0000nul \ud800 \x1b]52;c;aGk=\x07 ok"  # json.dumps escapes all but "ok"
+    text = session_text(HOSTILE_ID, prompt, summary="title\u0000" + "y" * 1_000_000).encode()
+    (chats / hostile).write_bytes(text.replace(b" ok", b" \xff"))  # invalid UTF-8
+    qwen = qwen_chats(world)  # and through the real `qwen sessions list --json`
+    qwen_text = (qwen / f"{QWEN_ID}.jsonl").read_text()
+    (qwen / f"{QWEN_ID}.jsonl").write_text(qwen_text.replace('"text":"make a file"', '"text":"nul\\u0000 \\ud800 ok"'))
+    ed = editor_factory(setup_for(world, "ask"))
+    ed.nvim.ui_attach(100, 30, ext_linegrid=True)
+    for command, cli in (("Gemini sessions gemini", "gemini"), ("Gemini sessions qwen", "qwen")):
+        stub_select(ed, None)
+        ed.nvim.command(command)
+        items = shown(ed)["items"]
+        assert len(items) == (4 if cli == "gemini" else 1), items
+        for item in items:
+            assert not set(item) & {"\x00", "\x1b", "\x07", "\n", "\ufffe"}, item
+            assert ed.lua("return vim.fn.strdisplaywidth(...)", item) <= 130, item
+        evil = items[0]
+        assert "evil^@nul" in evil if cli == "gemini" else "nul^@" in evil, evil
+    # resume = 'ask' asks about it (the newest) and starts the agent.
+    stub_select(ed, 1)
+    ed.nvim.command("Gemini gemini")
+    assert "evil^@nul" in shown(ed)["items"][0]
+    assert started_with(world, "gemini") == ["--resume", HOSTILE_ID]
+
+
+def test_the_sweep_keeps_what_it_does_not_understand(world, editor_factory):
+    chats = gemini_chats(world)
+    # Node reads a lone surrogate escape; Neovim's decoder refuses it: a prompt and an answer, kept.
+    surrogate = "session-2026-11-25T22-08-046d5a5f.jsonl"
+    (chats / surrogate).write_text(
+        orphan_text(RESUMED) + '{"id":"u","type":"user","content":[{"text":"\\ud800 mine"}]}\n'
+        '{"id":"g","type":"gemini","content":"an answer \\ud83d"}\n'
+    )
+    # A line that is not JSON at all (cut, or of another version): not proven empty, kept.
+    garbled = "session-2026-11-25T22-09-046d5a5f.jsonl"
+    (chats / garbled).write_text(orphan_text(RESUMED) + '{"id":"u","type":"user","content":[{"text":"cut\n')
+    ed = editor_factory(setup_for(world))
+    assert ed.lua(SWEEP, str(chats)) == [ORPHAN]  # the real orphan still goes
+    assert (chats / surrogate).exists() and (chats / garbled).exists()
+
+
+def pids_gone(*pids: int) -> bool:
+    """Every process ended (a zombie waiting for its reaper counts as ended)."""
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                return False
+        except FileNotFoundError:
+            continue
+    return True
+
+
+@pytest.mark.parametrize("lister", ["ignores SIGTERM", "leaves a child holding its output"])
+def test_a_lister_that_will_not_stop_is_ended_whole(world, editor_factory, lister):
+    script = world.base / "stubborn.sh"
+    tail = (
+        'trap "" TERM; sleep 600 & echo $! > "$KID"; echo $$ > "$PID"; wait'
+        if lister == "ignores SIGTERM"
+        else ('sleep 600 & echo $! > "$KID"; echo $$ > "$PID"; exit 0')
+    )
+    script.write_text(f"#!/bin/sh\n{tail}\n")
+    script.chmod(0o755)
+    setup = setup_for(world)
+    env = {"KID": str(world.base / "kid"), "PID": str(world.base / "pid")}
+    setup["agents"]["qwen"] = {"cmd": [str(script)], "env": env}
+    ed = editor_factory(setup)
+    ed.lua(SESSIONS + "sessions.TIMEOUT_MS = 3000")
+    stub_select(ed, None)
+    ed.nvim.command("Gemini sessions qwen")
+    said = "qwen sessions: no answer in 3 s" if lister == "ignores SIGTERM" else "qwen: no earlier conversations"
+    wait_for(lambda: said in ed.messages(), TIMEOUT, f"{said!r}: {ed.messages()}")
+    assert ed.lua("return _G.shown.items") is None
+    assert all(len(line) < 200 for line in ed.messages().splitlines())
+    pids = [int((world.base / name).read_text()) for name in ("pid", "kid")]
+    wait_for(lambda: pids_gone(*pids), TIMEOUT, f"the lister's processes {pids} ended")
+
+
+LISTING = """
+_G.listed = nil
+require('gemini_companion.agents.sessions').list('gemini', function(list, err) _G.listed = list or err end)
+"""
+
+
+def test_listing_costs_what_is_shown_not_what_is_on_disk(world, editor_factory):
+    """10,000 conversations, and four of 60 MB each whose first prompt follows a 60 MB line (a
+    preamble: memory files, a pasted log). Each file was read and parsed in one turn of Neovim's
+    main loop (1.2 s for one of these), every file every time (10,000: 5.6 s). The newest 100 are
+    listed; Neovim's main loop goes on meanwhile (the bound is generous: a loaded machine; `make
+    bench` has the figure, <= 16 ms)."""
+    chats = gemini_chats(world)
+    old = time.time() - 86400
+    for i in range(10_000):
+        sid = str(uuid.uuid4())
+        path = chats / f"session-2026-11-20T10-00-{sid[:8]}.jsonl"
+        path.write_text(session_text(sid, f"old {i}", updated="2026-11-20T10:00:00.000Z"))
+        os.utime(path, (old, old))
+    huge = []
+    for i in range(4):
+        sid = str(uuid.uuid4())
+        huge.append(sid)
+        text = session_text(sid, f"huge {i}", preamble="x" * 60_000_000, updated=f"2026-11-26T10:0{i}:00.000Z")
+        (chats / f"session-2026-11-26T10-0{i}-{sid[:8]}.jsonl").write_text(text)
+    ed = editor_factory(setup_for(world))
+    ed.lua(STALL_PROBE)
+    ed.lua("_G.bench_stall_reset()")
+    ed.lua(LISTING)
+    listed = wait_for(lambda: ed.lua("return _G.listed"), TIMEOUT, "the list")
+    stall = ed.lua("return _G.bench_stall()")
+    assert [s["id"] for s in listed[:4]] == huge[::-1]
+    assert [s["prompt"] for s in listed[:4]] == ["huge 3", "huge 2", "huge 1", "huge 0"]
+    assert len(listed) == 100
+    assert stall < 1000, f"the main loop stalled {stall:.0f} ms"
