@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Callable
 
-__all__ = ["Unreadable", "read"]
+__all__ = ["Unreadable", "open_judged", "read"]
 
 
 class Unreadable(OSError):
@@ -48,6 +48,29 @@ def read(
     A larger file is refused, and so is one that grew past `limit` while it was read, unless
     `prefix` asks for its first `limit` bytes. Errors: OSError from the open (FileNotFoundError,
     ...) and `Unreadable`, an OSError too, for a file judged and refused."""
+    fd, info = open_judged(path, dir_fd=dir_fd, follow=follow, owner=owner, private=private, check=check)
+    try:
+        if info.st_size > limit and not prefix:
+            raise Unreadable(f"larger than {limit} bytes", info)
+        data = _read_up_to(fd, limit if prefix else limit + 1)
+        if len(data) > limit:
+            raise Unreadable(f"larger than {limit} bytes (it grew as it was read)", info)
+        return data, info
+    finally:
+        os.close(fd)
+
+
+def open_judged(
+    path: str,
+    *,
+    dir_fd: int | None = None,
+    follow: bool = True,
+    owner: int | None = None,
+    private: bool = False,
+    check: Callable[[os.stat_result], None] | None = None,
+) -> tuple[int, os.stat_result]:
+    """The descriptor of the regular file at `path`, judged as `read` judges it, and its fstat, for
+    a reader that takes only parts of a file (its head, its tail). The caller closes it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     fd = os.open(path, flags, dir_fd=dir_fd)
     try:
@@ -61,14 +84,10 @@ def read(
             raise Unreadable("open to other users", info)
         if check is not None:
             check(info)
-        if info.st_size > limit and not prefix:
-            raise Unreadable(f"larger than {limit} bytes", info)
-        data = _read_up_to(fd, limit if prefix else limit + 1)
-        if len(data) > limit:
-            raise Unreadable(f"larger than {limit} bytes (it grew as it was read)", info)
-        return data, info
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, info
 
 
 def _read_up_to(fd: int, count: int) -> bytes:

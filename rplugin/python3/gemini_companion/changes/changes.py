@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gemini_companion import files
 from gemini_companion.changes.snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
 from gemini_companion.feature import Link, Tool
 from gemini_companion.programs.hook import KEPT
@@ -358,8 +359,9 @@ def open_folder(root: str | int, names: Sequence[str | bytes], make: bool) -> in
     return fd
 
 
-def _state(folder: int, name: str) -> tuple[str, bytes, int]:
-    """What `name` is now: ("none" | "file" | "link", its bytes or target, its mode bits)."""
+def _state(folder: int, name: str, limit: int) -> tuple[str, bytes, int]:
+    """What `name` is now: ("none" | "file" | "link", its bytes or target, its mode bits). A file
+    of more than `limit` bytes (what the turn left: it is not that) is not read."""
     try:
         info = os.lstat(name, dir_fd=folder)
     except FileNotFoundError:
@@ -369,12 +371,11 @@ def _state(folder: int, name: str) -> tuple[str, bytes, int]:
     if not stat.S_ISREG(info.st_mode):
         kind = "folder" if stat.S_ISDIR(info.st_mode) else "special file"
         raise RevertError(f"is a {kind} now: left as it is")
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
-    with os.fdopen(fd, "rb") as file:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode):
-            raise RevertError("changed after the turn: left as it is")
-        return "file", file.read(), stat.S_IMODE(opened.st_mode)
+    try:
+        data, opened = files.read(name, limit, dir_fd=folder, follow=False)
+    except files.Unreadable:  # swapped for another kind, or larger than what the turn left
+        raise RevertError("changed after the turn: left as it is") from None
+    return "file", data, stat.S_IMODE(opened.st_mode)
 
 
 def _git_mode(mode: int, git_mode: Any) -> int:
@@ -387,8 +388,9 @@ def _git_mode(mode: int, git_mode: Any) -> int:
 
 
 def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any]) -> None:
-    kind, data, mode = _state(folder, name)
-    same = kind == expect["kind"] and (kind == "none" or data == _bytes(expect.get("data")))
+    expected = _bytes(expect.get("data")) if expect["kind"] != "none" else b""
+    kind, data, mode = _state(folder, name, len(expected))
+    same = kind == expect["kind"] and (kind == "none" or data == expected)
     if same and kind == "file" and expect.get("mode") in ("100644", "100755"):
         same = bool(mode & 0o100) == (expect["mode"] == "100755")  # git's own test of "executable"
     if not same:

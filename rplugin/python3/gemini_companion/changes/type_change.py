@@ -22,6 +22,7 @@ import re
 import stat
 from typing import Any
 
+from gemini_companion import files
 from gemini_companion.changes.changes import DIR_FLAGS, RevertError, _bytes, create, open_folder, temporary
 
 MAX_DEPTH = 200  # folders inside folders a check goes down (a path is at most 4096 bytes)
@@ -149,9 +150,10 @@ def _same(fd: int, name: str, info: os.stat_result, version: dict[str, Any]) -> 
         return False  # a FIFO or a device is never opened; a bigger file never read
     if version.get("mode") in ("100644", "100755") and bool(info.st_mode & 0o100) != (version["mode"] == "100755"):
         return False
-    opened = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    with os.fdopen(opened, "rb") as file:
-        return stat.S_ISREG(os.fstat(opened).st_mode) and file.read(len(data) + 1) == data
+    try:
+        return files.read(name, len(data), dir_fd=fd, follow=False)[0] == data
+    except files.Unreadable:  # swapped for another kind, or grown, since the lstat
+        return False
 
 
 def _build(parent: int, name: str, want: dict[str, Any]) -> None:

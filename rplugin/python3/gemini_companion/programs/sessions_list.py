@@ -14,8 +14,8 @@ Prints one JSON object a line: a session `{"id", "title", "prompt", "updated"}` 
 most LIMIT; `updated` in seconds since the epoch), or `{"error": "..."}` (one line, never a
 traceback). Every text is made safe to show here, whatever the file held: NUL and other control
 characters, lone surrogate escapes, invalid UTF-8 and format characters (bidi overrides) become
-visible marks, whitespace one space, the length bounded. Standard library only: this runs in the
-plugin's venv Python, outside the host.
+visible marks, whitespace one space, the length bounded. Standard library (and the package's
+files.py) only: this runs in the plugin's venv Python, outside the host.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ import time
 import unicodedata
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+if __name__ == "__main__":  # run with -I: the folder holding the package goes on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from gemini_companion import files
 
 T = TypeVar("T")
 
@@ -166,14 +170,13 @@ def gemini_file(fd: int, info: os.stat_result) -> dict[str, Any] | None:
 
 def read(path: str, use: Callable[[int, os.stat_result], T]) -> T | None:
     """`use(fd, stat)` on the regular file at `path` (not through a link; opening never waits on a
-    FIFO, only a regular file is read); None when it cannot be read."""
+    FIFO, only a regular file is read: files.open_judged); None when it cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd, info = files.open_judged(path, follow=False)
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        return use(fd, info) if stat.S_ISREG(info.st_mode) else None
+        return use(fd, info)
     except OSError:
         return None
     finally:
@@ -182,20 +185,20 @@ def read(path: str, use: Callable[[int, os.stat_result], T]) -> T | None:
 
 def list_gemini(chats: str, limit: int) -> list[dict[str, Any]]:
     """The newest `limit` sessions: files newest first, one entry per id (its newest file)."""
-    files = []
+    newest = []
     try:
         with os.scandir(chats) as entries:
             for entry in entries:
                 if NAME.match(entry.name) and entry.is_file(follow_symlinks=False):
                     try:
-                        files.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
+                        newest.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
                     except OSError:
                         continue
     except OSError:
         return []
-    files.sort(reverse=True)
+    newest.sort(reverse=True)
     sessions: dict[str, dict[str, Any]] = {}
-    for _, path in files:
+    for _, path in newest:
         if len(sessions) >= limit or spent[0] > READ_MAX:
             break
         session = read(path, gemini_file)
