@@ -649,12 +649,11 @@ def settled(target: str, seen: tuple[int, ...] | None) -> None:
 def read_journal(path: str) -> tuple[dict[str, Any], bytes | None, str | None]:
     """The journal, its bytes (None: no file) and why it cannot be used (None: it can)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data, _ = files.read(path, MAX_BYTES)
     except FileNotFoundError:
         return {}, None, None
     except OSError as e:
-        return {}, None, f"gemini-companion's own record {path} cannot be read ({e.strerror})"
+        return {}, None, f"gemini-companion's own record {path} cannot be read ({e.strerror or e})"
     try:
         value = json.loads(data.decode("utf-8")) if data.strip() else {}
     except (ValueError, RecursionError):

@@ -33,6 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gemini_companion import files
 from gemini_companion.feature import Link, Tool, error, text
 from gemini_companion.server.http_guard import MAX_PATH, quote
 
@@ -149,25 +150,24 @@ def read_inside(path: str, roots: list[str], lines: int | None = None) -> bytes:
     if not parts or ".." in parts:
         raise ToolError(f"{name} is not a file")
     dir_fd = _open_root(root)
-    leaf = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | CLOEXEC
     try:
-        for i, part in enumerate(parts):
+        for part in parts[:-1]:
             try:
-                fd = os.open(part, leaf if i == len(parts) - 1 else FOLDER, dir_fd=dir_fd)
+                fd = os.open(part, FOLDER, dir_fd=dir_fd)
             except OSError as err:
                 raise ToolError(f"{name}: {_why(err, part, dir_fd)}") from None
-            if i == len(parts) - 1:
-                break
             os.close(dir_fd)
             dir_fd = fd
+        try:  # the leaf judged on what was opened: never through a link, never waiting on a FIFO
+            fd, info = files.open_judged(parts[-1], dir_fd=dir_fd, follow=False)
+        except files.Unreadable as err:
+            what = "is a directory" if err.reason == "a folder" else "is not a regular file (a FIFO, socket or device)"
+            raise ToolError(f"{name} {what}") from None
+        except OSError as err:
+            raise ToolError(f"{name}: {_why(err, parts[-1], dir_fd)}") from None
     finally:
         os.close(dir_fd)
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(f"{name} is a directory")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{name} is not a regular file (a FIFO, socket or device)")
         too_big = f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
         if lines is None and info.st_size > MAX_FILE_BYTES:
             raise ToolError(too_big)
