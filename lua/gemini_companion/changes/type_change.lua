@@ -10,7 +10,7 @@ local host = require('gemini_companion.host')
 
 local M = {}
 
---- What changes.lua lends: its readers and buffer helpers.
+--- What changes/init.lua lends: its readers and buffer helpers.
 ---@class gemini_companion.TypeChangeIO
 ---@field versions_of fun(turn: gemini_companion.Turn, paths: string[], folders: boolean?): table
 ---@field loaded fun(path: string): integer?

@@ -6,7 +6,7 @@ Stop/StopFailure; each managed agent's event also goes to Lua at once, for its s
 for agents without hooks, with the editor's boundaries (`:GeminiChanges mark`, a
 prompt the plugin submits). Each boundary is a snapshot (snapshot.py); a turn's changes are
 the difference between its two. Lua gets each ended turn (`changes.turn_ended`) and does the
-rest: the list, the diffs, the reverts (changes.lua).
+rest: the list, the diffs, the reverts (changes/init.lua).
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def _named(turn: Turn, work_tree: str) -> list[str]:
     return [path[len(root) :] if path.startswith(root) else path for path in real]
 
 
-# --- reverts (host main thread, called by changes.lua) --------------------------------------
+# --- reverts (host main thread, called by changes/init.lua) --------------------------------------
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
