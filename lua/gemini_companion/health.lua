@@ -310,6 +310,13 @@ local function check_changes()
       ':GeminiCompanion enable-cli gemini',
       fallback,
     })
+  elseif #gemini_missing('hooksConfig.') > 0 then -- written before the item existed
+    health.warn(
+      ('Gemini CLI shows the turn hooks outside Neovim too: no hooksConfig.disabled item in %s'):format(
+        vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')
+      ),
+      { ':GeminiCompanion enable-cli gemini adds it (the next start does, but with cli_settings = "never")' }
+    )
   elseif cli_settings.gemini_trust(cwd) ~= true then
     health.warn('Gemini CLI runs no hooks in a folder it does not trust (see the tools section)', { fallback })
   else
