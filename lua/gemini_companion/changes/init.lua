@@ -144,6 +144,9 @@ function M.off_outside_neovim()
   return ('${%s:-%s}'):format(env_names.hook_key, NAME)
 end
 
+--- Our hooks' name (a user may list it in Gemini's `hooksConfig.disabled` to turn them off).
+M.hook_name = NAME
+
 --- Is `entry`, an item of a CLI's hook array, one the plugin wrote (any version, path, event,
 --- timeout)?
 ---@param entry any
