@@ -464,6 +464,22 @@ def test_health_names_hooks_gemini_shows_outside_neovim_or_runs_nowhere(editor_f
     assert "WARNING Gemini CLI runs none of the turn hooks: hooksConfig.disabled in" in report, report
 
 
+def test_a_disabled_list_that_is_not_a_list_stays_and_nothing_is_said_replaced(editor_factory, sandbox):
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    first = editor_factory(setup={"cli_settings": "never"})
+    ours = first.lua("return require('gemini_companion.changes').hooks('gemini')")
+    first.close()
+    hooks = {event: [entry] for event, entry in ours.items()}
+    original = json.dumps({"hooks": hooks, "hooksConfig": {"disabled": "x"}})
+    settings.write_text(original)
+    ed = editor_factory(setup={"cli_settings": "auto"})
+    ed.wait_state("running")
+    ed.lua("require('gemini_companion.agents.cli_settings').replace_stale_hooks()")  # ran at start: now done
+    assert settings.read_text() == original
+    assert "replaced the turn hooks" not in ed.messages()
+
+
 def test_hook_py_posts_to_the_servers_hooks_path():
     assert HOOKS_PATH == http_guard.HOOKS_PATH  # hook.py imports none of the server's modules
 

@@ -266,7 +266,9 @@ function M.replace_stale_hooks()
   end
   local changes, err = edit('enable', 'gemini', true)
   local path = vim.fn.fnamemodify(M.path('gemini'), ':~')
-  if changes then
+  if changes and #changes == 0 then
+    return -- nothing could be added (a hooksConfig.disabled that is not a list stays the user's)
+  elseif changes then
     message.notify(('replaced the turn hooks an earlier version wrote in %s'):format(path))
   else
     message.notify(('%s holds unsafe hooks of an earlier version: %s'):format(path, err or '?'), 'warn')
