@@ -90,15 +90,18 @@ def test_a_killed_neovims_qwen_defaults_file_is_swept_by_the_next(editor_factory
     elsewhere.write_text("{}")
     link = folder / f"qwen-system-defaults-{first.pid}.json"
     link.symlink_to(elsewhere)
-    earlier = folder / f"qwen-system-defaults-{first.pid}-1.json"  # a reused PID (or an earlier name)
-    earlier.write_text("{}")
+    reused = folder / f"qwen-system-defaults-{os.getpid()}-1.json"  # its PID runs, started at another time
+    reused.write_text("{}")
+    unknown = folder / f"qwen-system-defaults-{os.getpid()}.json"  # an earlier name: its PID runs, kept
+    unknown.write_text("{}")
     other = folder / "notes.txt"
     other.write_text("mine")
 
     second = editor_factory()
     second.wait_state("running")
     mine = Path(second.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "")
-    assert sorted(p.name for p in folder.iterdir()) == sorted([mine.name, kept.name, link.name, other.name])
+    stays = [mine, kept, link, other, unknown]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in stays)
     assert link.is_symlink() and elsewhere.read_text() == "{}"
 
 
