@@ -80,6 +80,15 @@ return {
     local after = read(path).hooks
     assert(vim.deep_equal(after, { BeforeAgent = { mine } }), vim.inspect(after))
   end,
+  the_users_own_disabled_hooks_stay_beside_our_item_and_get_their_bytes_back = function()
+    local text = '{  "hooksConfig": {    "disabled": ["my-hook"],    "notifications": true  }}' -- one line: fresh()
+    local path = fresh(text)
+    assert(cli_settings.enable('gemini'))
+    local ours = require('gemini_companion.changes').off_outside_neovim()
+    assert(vim.deep_equal(read(path).hooksConfig, { disabled = { 'my-hook', ours }, notifications = true }))
+    assert(cli_settings.disable('gemini'))
+    assert(table.concat(vim.fn.readfile(path), '\n') == text, table.concat(vim.fn.readfile(path), '\n'))
+  end,
   earlier_hook_entries_of_ours_are_replaced_by_enable_and_all_taken_out_by_disable = function()
     local function old(event, timeout) -- what earlier versions wrote: it eval'ed the environment
       local command = ('[ -z "$GEMINI_COMPANION_HOOK" ] || eval "$GEMINI_COMPANION_HOOK %s"'):format(event)
