@@ -129,6 +129,8 @@ def test_gemini_command_asks_once_in_neovim_and_gemini_comes_up_connected(gemini
     assert sorted(written.pop("mcpServers")) == ["neovim", "neovim-open"]  # the editor tools
     # Turns for :GeminiChanges; the agent's state (:h gemini-companion-attention).
     assert sorted(written.pop("hooks")) == ["AfterAgent", "AfterTool", "BeforeAgent", "Notification", "SessionStart"]
+    # Off by name where no Neovim sets the key (Gemini shows every hook it runs).
+    assert written.pop("hooksConfig") == {"disabled": ["${GEMINI_COMPANION_HOOK_ID:-gemini-companion}"]}
     assert written == json.loads(before)  # every other key kept
     # A diff round trip, labelled with the agent.
     tui.prompt("greet there instead of world in greeting.txt", lambda: model.requests)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Sandbox, wait_for
-from e2e.fake_model import FakeModel, qwen_edit
+from e2e.fake_model import FakeModel, Turn, qwen_edit
 from e2e.tui import E2E_TIMEOUT, NODE22, QWEN_CLI, Tui, launch, tmux_available
 
 pytestmark = [
@@ -62,3 +62,38 @@ def test_qwen_reject_with_q(session):
     wait_for(lambda: tui.status()["diffs"] == [], E2E_TIMEOUT, "the diff to close")
     wait_for(lambda: "cancel" in tui.screen().lower() or "reject" in tui.screen().lower(), E2E_TIMEOUT, "Qwen shows it")
     assert target.read_text() == "alpha\nbeta\n"
+
+
+# A terminal opened the moment Neovim names its defaults file (at the start; or at the first
+# status that names it), running a real `qwen` that reads the file as it was at that moment.
+EARLIEST = """
+local snap, node, cli = ...
+local function open()
+  local path = vim.env.QWEN_CODE_SYSTEM_DEFAULTS_PATH
+  if path and not _G.opened then
+    _G.opened = true
+    vim.cmd('tabnew')
+    local pin = 'cp -- "$QWEN_CODE_SYSTEM_DEFAULTS_PATH" "$1" && QWEN_CODE_SYSTEM_DEFAULTS_PATH="$1" exec "$2" "$3"'
+    vim.fn.jobstart({ 'bash', '-c', pin, '_', snap, node, cli }, { term = true })
+    vim.cmd('startinsert')
+  end
+end
+vim.api.nvim_create_autocmd('User', { pattern = 'GeminiStatusChanged', callback = open })
+vim.cmd('GeminiCompanion start')
+open()
+"""
+
+
+def test_a_qwen_started_the_moment_neovim_names_its_defaults_gets_the_editor_tools(sandbox: Sandbox):
+    model = FakeModel([Turn(text="Hello from the model.")])
+    tui = Tui(sandbox, model.url, [], setup={"auto_start": False})
+    try:
+        tui.lua(EARLIEST, str(sandbox.base / "as-read.json"), str(NODE22), str(QWEN_CLI))
+        tui.wait_ready()
+        wait_for(lambda: tui.status()["clients"], E2E_TIMEOUT, "qwen to connect")
+        tui.prompt("hi", lambda: model.requests)
+        tools = [t["function"]["name"] for t in model.requests[0]["body"].get("tools", []) if "function" in t]
+        assert "mcp__neovim__get_diagnostics" in tools, tools
+    finally:
+        tui.close()
+        model.close()

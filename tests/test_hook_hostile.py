@@ -443,6 +443,43 @@ def test_settings_an_earlier_version_wrote_are_named_by_health_and_replaced_by_e
     assert json.loads(settings.read_text())["hooks"] == {"BeforeAgent": [mine]}
 
 
+def test_health_names_hooks_gemini_shows_outside_neovim_or_runs_nowhere(editor_factory, sandbox):
+    """Entries without our hooksConfig.disabled item (written before it existed; cli_settings =
+    'never' keeps them): Gemini shows them outside Neovim. Our hooks' name in the list (Gemini's
+    `/hooks enable|disable-all` write back the list as they read it, our item expanded): none run."""
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    ed = editor_factory(setup={"cli_settings": "never"})
+    ed.wait_state("running")
+    ours = ed.lua("return require('gemini_companion.changes').hooks('gemini')")
+    hooks = {event: [entry] for event, entry in ours.items()}
+    settings.write_text(json.dumps({"hooks": hooks}))
+    ed.nvim.command("checkhealth gemini_companion")
+    report = "\n".join(ed.nvim.current.buffer[:])
+    shown = "WARNING Gemini CLI shows the turn hooks outside Neovim too: no hooksConfig.disabled item in"
+    assert shown in report, report
+    settings.write_text(json.dumps({"hooks": hooks, "hooksConfig": {"disabled": ["gemini-companion"]}}))
+    ed.nvim.command("checkhealth gemini_companion")
+    report = "\n".join(ed.nvim.current.buffer[:])
+    assert "WARNING Gemini CLI runs none of the turn hooks: hooksConfig.disabled in" in report, report
+
+
+def test_a_disabled_list_that_is_not_a_list_stays_and_nothing_is_said_replaced(editor_factory, sandbox):
+    settings = sandbox.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    first = editor_factory(setup={"cli_settings": "never"})
+    ours = first.lua("return require('gemini_companion.changes').hooks('gemini')")
+    first.close()
+    hooks = {event: [entry] for event, entry in ours.items()}
+    original = json.dumps({"hooks": hooks, "hooksConfig": {"disabled": "x"}})
+    settings.write_text(original)
+    ed = editor_factory(setup={"cli_settings": "auto"})
+    ed.wait_state("running")
+    ed.lua("require('gemini_companion.agents.cli_settings').replace_stale_hooks()")  # ran at start: now done
+    assert settings.read_text() == original
+    assert "replaced the turn hooks" not in ed.messages()
+
+
 def test_hook_py_posts_to_the_servers_hooks_path():
     assert HOOKS_PATH == http_guard.HOOKS_PATH  # hook.py imports none of the server's modules
 

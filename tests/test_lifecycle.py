@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+from pathlib import Path
 
 import psutil
 import pytest
@@ -79,6 +80,73 @@ def test_editor_and_host_killed_then_next_start_sweeps(editor_factory, sandbox):
     remaining = sorted(p.name for p in sandbox.gemini_dir.iterdir())
     assert remaining == [f"gemini-ide-server-{status['pid']}-{status['port']}.json"]
     assert sorted(p.name for p in sandbox.qwen_dir.iterdir()) == [f"{status['port']}.lock"]
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_killed_neovims_qwen_defaults_file_is_swept_by_the_next(editor_factory, sandbox):
+    """The file holds the server's token: SIGKILL leaves it (nothing runs at exit). The next Neovim
+    removes it, and only it: not a live Neovim's, not through a link, not what is not ours."""
+    first, live = editor_factory(), editor_factory()
+    first.wait_state("running")
+    live.wait_state("running")
+    left = Path(first.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "")
+    kept = Path(live.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "")
+    assert left.parent == kept.parent and left != kept  # one folder for every Neovim of this user
+    folder = left.parent
+    token = first.status()["tools"]["headers"]["Authorization"]
+    os.kill(first.pid, signal.SIGKILL)
+    wait_for(lambda: not psutil.pid_exists(first.pid) or zombie(first.pid), what="Neovim killed")
+    assert token in left.read_text()  # nobody could clean up
+    elsewhere = sandbox.base / "elsewhere.json"
+    elsewhere.write_text("{}")
+    link = folder / f"qwen-system-defaults-{first.pid}.json"
+    link.symlink_to(elsewhere)
+    reused = folder / f"qwen-system-defaults-{os.getpid()}-1.json"  # its PID runs, started at another time
+    reused.write_text("{}")
+    unknown = folder / f"qwen-system-defaults-{os.getpid()}.json"  # an earlier name: its PID runs, kept
+    unknown.write_text("{}")
+    other = folder / "notes.txt"
+    other.write_text("mine")
+
+    second = editor_factory()
+    second.wait_state("running")
+    mine = Path(second.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "")
+    stays = [mine, kept, link, other, unknown]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in stays)
+    assert link.is_symlink() and elsewhere.read_text() == "{}"
+
+
+def test_a_qwen_started_before_the_server_is_up_gets_no_half_file(editor_factory, sandbox):
+    """The file names the server's tools: until they exist a terminal is not pointed at it (a Qwen
+    reads it once, as it starts); from then on it holds them."""
+    system = sandbox.base / "system-defaults.json"
+    system.write_text("{}")
+    sandbox.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(system)
+    editor = editor_factory(setup={"auto_start": False})
+    editor.lua(
+        "_G.seen = {} vim.api.nvim_create_autocmd('User', {pattern = 'GeminiStatusChanged', callback = function()"
+        " local path = vim.env.QWEN_CODE_SYSTEM_DEFAULTS_PATH local read = require('gemini_companion.files').read"
+        " table.insert(_G.seen, {path = path, text = path and read(path)}) end})"
+    )
+    # What a terminal opened right after the start (before the server is up) is given.
+    at_start = editor.lua(
+        "vim.cmd('GeminiCompanion start') local path = vim.env.QWEN_CODE_SYSTEM_DEFAULTS_PATH"
+        " return {path = path, text = path and require('gemini_companion.files').read(path)}"
+    )
+    tools = editor.wait_state("running")["tools"]
+    editor.lua("require('gemini_companion.agents.qwen_defaults').ensure()")  # as a setup() again would
+    seen = editor.lua("return _G.seen")
+    ours = [s for s in [at_start, *seen] if s["path"] != str(system)]
+    assert ours, seen
+    for each in ours:  # every moment a terminal could have read it
+        assert tools["url"] in json.loads(each["text"])["mcpServers"]["neovim"]["httpUrl"], each
+    assert json.loads(Path(editor.env("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or "").read_text())["mcpServers"]
 
 
 def test_stale_file_whose_port_another_process_took_is_swept(editor_factory, sandbox):

@@ -230,6 +230,14 @@ local function gemini_missing(prefix)
   end, require('gemini_companion.agents.cli_settings').missing('gemini'))
 end
 
+--- Gemini's `hooksConfig.disabled` list, as its user settings hold it ({} for none).
+---@return any[]
+local function gemini_disabled()
+  local path = require('gemini_companion.agents.cli_settings').path('gemini')
+  local disabled = vim.tbl_get(require('gemini_companion.json_file').read(path) or {}, 'hooksConfig', 'disabled')
+  return type(disabled) == 'table' and disabled or {}
+end
+
 --- The model's editor tools: the endpoint, and whether each CLI will find them.
 local function check_tools()
   health.start(message.prefixed('editor tools for the model (:h gemini-companion-tools)'))
@@ -310,6 +318,22 @@ local function check_changes()
       ':GeminiCompanion enable-cli gemini',
       fallback,
     })
+  elseif vim.tbl_contains(gemini_disabled(), require('gemini_companion.changes').hook_name) then
+    -- Gemini's `/hooks enable|enable-all|disable-all` write back the list as read: our item expanded.
+    health.warn(
+      ('Gemini CLI runs none of the turn hooks: hooksConfig.disabled in %s lists %s'):format(
+        vim.fn.fnamemodify(cli_settings.path('gemini'), ':~'),
+        require('gemini_companion.changes').hook_name
+      ),
+      { 'take that item out (/hooks enable in Gemini), then :GeminiCompanion enable-cli gemini', fallback }
+    )
+  elseif #gemini_missing('hooksConfig.') > 0 then -- written before the item existed
+    health.warn(
+      ('Gemini CLI shows the turn hooks outside Neovim too: no hooksConfig.disabled item in %s'):format(
+        vim.fn.fnamemodify(cli_settings.path('gemini'), ':~')
+      ),
+      { ':GeminiCompanion enable-cli gemini adds it (the next start does, but with cli_settings = "never")' }
+    )
   elseif cli_settings.gemini_trust(cwd) ~= true then
     health.warn('Gemini CLI runs no hooks in a folder it does not trust (see the tools section)', { fallback })
   else

@@ -18,7 +18,8 @@ local M = {}
 M.clis = { 'gemini', 'qwen' }
 
 --- What `enable` writes: dotted key -> value (`key+`: appended to the list there). Gemini's
---- hooks (changes.lua) do nothing outside Neovim; its tool entries name the endpoint through
+--- hooks (changes.lua) neither run nor show outside Neovim (`hooksConfig.disabled` names them
+--- there: changes.off_outside_neovim); its tool entries name the endpoint through
 --- `${VAR:-}`: outside Neovim the URL expands to nothing and Gemini skips them silently (an
 --- unset `${VAR}` or a refused URL would print "MCP issues detected" at every start). Qwen
 --- gets its tools per session (qwen_defaults.lua): Qwen has no `${VAR:-}`.
@@ -31,8 +32,13 @@ function M.wanted(cli)
     for name, server in pairs(require('gemini_companion.tools').servers(cli, url, authorization) or {}) do
       want['mcpServers.' .. name] = server
     end
-    for event, entry in pairs(require('gemini_companion.changes').hooks(cli) or {}) do
+    local changes = require('gemini_companion.changes')
+    local hooks = changes.hooks(cli)
+    for event, entry in pairs(hooks or {}) do
       want['hooks.' .. event .. '+'] = entry -- appended: the user's own hooks stay
+    end
+    if hooks then
+      want['hooksConfig.disabled+'] = changes.off_outside_neovim()
     end
   end
   return want
@@ -196,7 +202,7 @@ local function edit(verb, cli, only_hooks, agent_env)
   local want = verb == 'enable' and M.wanted(cli) or {}
   if only_hooks then
     for name in pairs(want) do
-      want[name] = vim.startswith(name, 'hooks.') and want[name] or nil
+      want[name] = vim.startswith(name, 'hooks') and want[name] or nil -- hooks.*, hooksConfig.*
     end
   end
   local settings = json_file.read(path) or {}
@@ -206,6 +212,11 @@ local function edit(verb, cli, only_hooks, agent_env)
     end
   end
   if verb == 'disable' then -- without a record (lost, or another Neovim's): what is plainly ours
+    local off = require('gemini_companion.changes').off_outside_neovim()
+    local disabled = vim.tbl_get(settings, 'hooksConfig', 'disabled')
+    if type(disabled) == 'table' and vim.tbl_contains(disabled, off) then
+      table.insert(argv, 'hooksConfig.disabled-=' .. vim.json.encode(off))
+    end
     for name, server in pairs(type(settings.mcpServers) == 'table' and settings.mcpServers or {}) do
       if our_server(server) then
         table.insert(argv, 'mcpServers.' .. name .. '~=' .. vim.json.encode(server))
@@ -267,7 +278,8 @@ function M.enable(cli, agent_env)
 end
 
 --- Hook entries an earlier version wrote ran what a project's `.env` said, outside Neovim too, or
---- name a hook.py that has moved since (they would track nothing). They are ours, written after
+--- name a hook.py that has moved since (they would track nothing), or are shown by Gemini outside
+--- Neovim ("Executing Hook": no `hooksConfig.disabled` item of ours). They are ours, written after
 --- the user's yes: replace them with the current entries at start,
 --- touching nothing else, and say so once (not with cli_settings = 'never': then :checkhealth
 --- names them).
@@ -280,12 +292,17 @@ function M.replace_stale_hooks()
   end
   stale_checked = true
   local settings = json_file.read(M.path('gemini'))
-  if not settings or vim.tbl_isempty(stale_hooks(settings, M.wanted('gemini'))) then
+  local want = M.wanted('gemini')
+  local ours = settings and not vim.tbl_isempty(stale_hooks(settings, {})) -- {}: every entry of ours
+  local shown = ours and vim.tbl_contains(M.missing('gemini'), 'hooksConfig.disabled+')
+  if not settings or (vim.tbl_isempty(stale_hooks(settings, want)) and not shown) then
     return
   end
   local changes, err = edit('enable', 'gemini', true)
   local path = vim.fn.fnamemodify(M.path('gemini'), ':~')
-  if changes then
+  if changes and #changes == 0 then
+    return -- nothing could be added (a hooksConfig.disabled that is not a list stays the user's)
+  elseif changes then
     message.notify(('replaced the turn hooks an earlier version wrote in %s'):format(path))
   else
     message.notify(('%s holds unsafe hooks of an earlier version: %s'):format(path, err or '?'), 'warn')

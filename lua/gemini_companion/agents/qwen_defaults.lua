@@ -4,7 +4,11 @@
 --- settings. Qwen reads the file named by its system-defaults variable at the lowest
 --- precedence, so a user's own `ide.enabled: false` still wins. Ours replaces the file Qwen
 --- would otherwise read, so that file's settings are merged in. Gemini CLI reads no such file
---- a normal user can write (see `:h gemini-companion-agents`).
+--- a normal user can write (it skips one whose folders up to / are not all root's and closed to
+--- others: see `:h gemini-companion-agents`).
+--- The variable names our file only while the server runs and the file holds what it offers (a
+--- Qwen reads it once, as it starts: one started before would never get the tools); else what
+--- Neovim started with. The file holds the server's token: one a killed Neovim left is swept.
 local env = require('gemini_companion.env')
 local json_file = require('gemini_companion.json_file')
 
@@ -41,9 +45,92 @@ local function system_defaults()
   return '/etc/qwen-code/system-defaults.json'
 end
 
---- Write (atomically, 0600) the merged file and point this Neovim's terminals at it.
+---@return string our folder: per user and stable across Neovims (where the next one sweeps)
+local function folder()
+  local run = vim.fn.stdpath('run')
+  if (vim.env.XDG_RUNTIME_DIR or '') == '' then
+    -- Then stdpath('run') is this Neovim's own temporary folder, gone with it (but for a
+    -- SIGKILL): its parent, Neovim's per-user folder, is the stable one.
+    local parent = vim.fs.dirname(run)
+    local stat = vim.uv.fs_lstat(parent)
+    if stat and stat.type == 'directory' and stat.uid == vim.uv.getuid() and stat.mode % 64 == 0 then
+      run = parent
+    end
+  end
+  return run .. '/gemini-companion'
+end
+
+--- A process's state letter and start (clock ticks since boot) from /proc; nil without procfs
+--- (which reports size 0: files.read would read nothing; it never waits).
+---@param pid integer
+---@return string? state, string? start
+local function proc_stat(pid)
+  local fd = vim.uv.fs_open(('/proc/%d/stat'):format(pid), 'r', 0)
+  if not fd then
+    return nil
+  end
+  local raw = vim.uv.fs_read(fd, 4096, 0) or ''
+  vim.uv.fs_close(fd)
+  local fields = vim.split(raw:match('^.*%) (.*)$') or '', ' ', { plain = true }) -- after the name
+  return fields[1], fields[20]
+end
+
+--- Does the Neovim that wrote a file (its PID and start) still run? Like discovery.pid_alive: a
+--- zombie does not, nor a process that took its PID since.
+---@param pid integer
+---@param start string? '' or nil: the writer's start is unknown (no procfs, an earlier name)
+---@return boolean
+local function alive(pid, start)
+  local ok, err = vim.uv.kill(pid, 0)
+  if not ok and err and err:find('ESRCH', 1, true) then
+    return false
+  end
+  local state, now = proc_stat(pid)
+  if not state then
+    return not vim.uv.fs_stat('/proc/self') -- gone in between, or no procfs: kill() is all we know
+  end
+  return not state:find('^[ZXx]') and (start == nil or start == '' or start == now)
+end
+
+local swept = false
+
+--- Remove the files of Neovims that no longer run (a SIGKILL leaves them): only our regular
+--- files in our own folder, never through a link.
+---@param dir string
+local function sweep(dir)
+  swept = true
+  local stat = vim.uv.fs_lstat(dir)
+  if not (stat and stat.type == 'directory' and stat.uid == vim.uv.getuid()) then
+    return
+  end
+  for name, kind in vim.fs.dir(dir) do
+    local pid, start = name:match('^qwen%-system%-defaults%-(%d+)%-?(%d*)%.json$')
+    pid = tonumber(pid)
+    if kind == 'file' and pid and pid ~= vim.fn.getpid() and not alive(pid, start) then
+      local path = dir .. '/' .. name
+      local file = vim.uv.fs_lstat(path)
+      if file and file.type == 'file' and file.uid == vim.uv.getuid() then
+        vim.uv.fs_unlink(path)
+      end
+    end
+  end
+end
+
+--- Terminals opened from now on see what Neovim started with; our file is removed.
+local function withdraw()
+  if M.path then
+    vim.uv.fs_unlink(M.path)
+    M.path = nil
+  end
+  written_tools = ''
+  vim.env[VAR] = inherited
+end
+
+local active = false -- between ensure() and remove()
+
+--- Write (atomically, 0600) the merged file, then point this Neovim's terminals at it.
 ---@return string? path, string? error
-function M.ensure()
+local function write()
   local merged = vim.tbl_deep_extend('force', json_file.read(system_defaults()) or {}, IDE)
   merged['$version'] = merged['$version'] or VERSION
   local tools = require('gemini_companion.state').current.tools
@@ -67,35 +154,52 @@ function M.ensure()
     local list = type(merged.hooks[event]) == 'table' and merged.hooks[event] or {}
     merged.hooks[event] = vim.list_extend(vim.deepcopy(list), { entry }) -- after the system's own
   end
-  local dir = vim.fn.stdpath('run') .. '/gemini-companion'
+  local dir = folder()
   vim.fn.mkdir(dir, 'p', tonumber('700', 8))
-  local path = ('%s/qwen-system-defaults-%d.json'):format(dir, vim.fn.getpid())
+  if not swept then
+    sweep(dir)
+  end
+  local _, start = proc_stat(vim.fn.getpid())
+  local path = ('%s/qwen-system-defaults-%d-%s.json'):format(dir, vim.fn.getpid(), start or '')
   local ok, err = require('gemini_companion.files').write(path, vim.json.encode(merged), tonumber('600', 8))
   if not ok then
+    withdraw()
     return nil, err
   end
   M.path = path
   written_tools = tools_endpoint()
-  vim.env[VAR] = path
+  vim.env[VAR] = path -- only now: complete
   return path
 end
 
+--- From now on, while the server runs: the file, and this Neovim's terminals pointed at it
+--- (rewritten now: the configuration may have changed).
+---@return string? path, string? error
+function M.ensure()
+  active = true
+  if tools_endpoint() == '' then
+    withdraw() -- no server yet: sync() writes it once the server is up
+    return nil
+  end
+  return write()
+end
+
 --- After a status change: rewrite the file if the tools endpoint it names changed (the server
---- came up, restarted on another port, or died). Qwen reads the file when it starts.
+--- came up, restarted on another port); withdraw it when the server is gone.
 function M.sync()
-  if M.path and tools_endpoint() ~= written_tools then
-    M.ensure()
+  if not active or tools_endpoint() == written_tools then
+    return
+  elseif tools_endpoint() == '' then
+    withdraw()
+  else
+    write()
   end
 end
 
 --- Remove the file; terminals opened from now on see what Neovim started with.
 function M.remove()
-  if M.path then
-    vim.uv.fs_unlink(M.path)
-    M.path = nil
-    written_tools = ''
-  end
-  vim.env[VAR] = inherited
+  active = false
+  withdraw()
 end
 
 return M

@@ -87,6 +87,9 @@ local HOOK_ENV = {
   DYLD_FALLBACK_FRAMEWORK_PATH = '',
 }
 
+--- The name a CLI shows while our hooks run (Gemini: "Executing Hook: gemini-companion").
+local NAME = 'gemini-companion'
+
 local said_refused = false -- the refusal is said once per session
 
 --- `path` in single quotes for bash; nil when it is not absolute or holds what a shell or a
@@ -126,11 +129,25 @@ function M.hooks(cli)
   local entries = {}
   for _, event in ipairs(HOOK_EVENTS[cli]) do
     local command = ("%s%s %s || echo '{}'; exit 0"):format(GATE, run, event[2])
-    local hook = { type = 'command', name = 'gemini-companion', command = command, timeout = event[3], env = HOOK_ENV }
+    local hook = { type = 'command', name = NAME, command = command, timeout = event[3], env = HOOK_ENV }
     entries[event[1]] = { hooks = { hook } }
   end
   return entries
 end
+
+--- Gemini's `hooksConfig.disabled` item that keeps our hooks off outside Neovim. Gemini shows
+--- every hook it runs (but a system administrator's) for at least 3 s, however fast it exits;
+--- it expands `${VAR:-default}` in its settings as it reads them, and runs no hook whose name
+--- that list holds. The key is set only in this Neovim's terminals and its agents (there the
+--- item is an opaque key, no hook's name): elsewhere it reads our hooks' name, so Gemini neither
+--- runs nor shows them. Not a command: nothing here is run.
+---@return string
+function M.off_outside_neovim()
+  return ('${%s:-%s}'):format(env_names.hook_key, NAME)
+end
+
+--- Our hooks' name (a user may list it in Gemini's `hooksConfig.disabled` to turn them off).
+M.hook_name = NAME
 
 --- Is `entry`, an item of a CLI's hook array, one the plugin wrote (any version, path, event,
 --- timeout)?

@@ -22,8 +22,10 @@ return {
   enable_merges_and_keeps_every_other_key_and_the_mode = function()
     local path = fresh('{"model": {"name": "x"}, "ide": {"hasSeenNudge": false}}')
     local changes = assert(cli_settings.enable('gemini'))
-    -- ide.enabled, ide.hasSeenNudge, two tool servers, five hooks (three of turns, two of state)
-    assert(#changes == 9, vim.inspect(changes))
+    -- ide.enabled, ide.hasSeenNudge, two tool servers, five hooks (three of turns, two of state),
+    -- the hooksConfig.disabled item that keeps them off outside Neovim
+    assert(#changes == 10, vim.inspect(changes))
+    assert(vim.deep_equal(read(path).hooksConfig.disabled, { '${GEMINI_COMPANION_HOOK_ID:-gemini-companion}' }))
     local after = read(path)
     assert(after.model.name == 'x' and after.ide.enabled == true and after.ide.hasSeenNudge == true)
     assert(#cli_settings.missing('gemini') == 0, vim.inspect(cli_settings.missing('gemini')))
@@ -59,7 +61,7 @@ return {
     after.ide.hasSeenNudge = false -- the user's own change after enable
     vim.fn.writefile({ vim.json.encode(after) }, path)
     local changes = assert(cli_settings.disable('gemini'))
-    assert(#changes == 8, vim.inspect(changes)) -- hasSeenNudge is the user's now
+    assert(#changes == 9, vim.inspect(changes)) -- hasSeenNudge is the user's now
     local restored = read(path)
     assert(restored.mcpServers.neovim.command == 'mine' and restored.mcpServers.other.command == 'x')
     assert(restored.mcpServers['neovim-open'] == nil and restored.ide.enabled == nil)
@@ -77,6 +79,15 @@ return {
     assert(cli_settings.disable('gemini'))
     local after = read(path).hooks
     assert(vim.deep_equal(after, { BeforeAgent = { mine } }), vim.inspect(after))
+  end,
+  the_users_own_disabled_hooks_stay_beside_our_item_and_get_their_bytes_back = function()
+    local text = '{  "hooksConfig": {    "disabled": ["my-hook"],    "notifications": true  }}' -- one line: fresh()
+    local path = fresh(text)
+    assert(cli_settings.enable('gemini'))
+    local ours = require('gemini_companion.changes').off_outside_neovim()
+    assert(vim.deep_equal(read(path).hooksConfig, { disabled = { 'my-hook', ours }, notifications = true }))
+    assert(cli_settings.disable('gemini'))
+    assert(table.concat(vim.fn.readfile(path), '\n') == text, table.concat(vim.fn.readfile(path), '\n'))
   end,
   earlier_hook_entries_of_ours_are_replaced_by_enable_and_all_taken_out_by_disable = function()
     local function old(event, timeout) -- what earlier versions wrote: it eval'ed the environment
