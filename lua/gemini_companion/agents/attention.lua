@@ -24,6 +24,7 @@ local DIALOG_GRACE_MS = 5000 -- Gemini draws the dialog after the hook: until se
 local FINISH_WAIT_MS = 5000 -- a turn's end waits this long for its file count (changes.py's snapshot)
 local SCREEN_LINES = 20 -- only the bottom of the screen: the transcript above may hold any text
 local MAX_TEXT = 120 -- characters of a command, path or question in a message
+local MAX_BYTES = 4 * MAX_TEXT + 4 -- of a text from a CLI, looked at (a hook's string can be 2000 characters)
 
 -- The screens of Gemini CLI 0.61.0 and Qwen Code 0.24.4 (checked: :h gemini-companion-attention).
 -- A dialog line, with nothing but frame characters before it; the spinner line.
@@ -58,7 +59,9 @@ end
 ---@param max? integer
 ---@return string
 local function clean(text, max)
-  local line = vim.fn.strtrans((tostring(text or ''):gsub('%s+', ' ')))
+  text = tostring(text or ''):sub(1, MAX_BYTES)
+  -- NUL first: Vimscript takes a string holding one as a Blob (strtrans fails on it).
+  local line = vim.fn.strtrans((text:gsub('%z', '^@'):gsub('%s+', ' ')))
   line = vim.trim(line)
   max = max or MAX_TEXT
   if vim.fn.strchars(line) > max then
@@ -232,7 +235,8 @@ local function asks(ev)
   end
   local file = details.fileName or input.file_path or input.path
   if details.type == 'edit' or file then
-    return 'asks to edit: ' .. clean(vim.fn.fnamemodify(tostring(file or '?'), ':~:.'))
+    file = tostring(file or '?')
+    return 'asks to edit: ' .. clean(file:find('%z') and file or vim.fn.fnamemodify(file, ':~:.'))
   end
   if input.question then
     return 'asks: ' .. clean(input.question)
@@ -255,16 +259,17 @@ function M.event(ev)
   agent.heard = true
   local name, kind = ev.hook_event_name, ev.notification_type
   if name == 'SessionStart' then
+    M.set(agent, 'idle')
     if ev.source == 'resume' then -- Gemini 0.61's resume bug: its orphan goes before it does harm
       require('gemini_companion.agents.sessions').orphan(agent, ev.transcript_path)
     end
-    M.set(agent, 'idle')
   elseif name == 'BeforeAgent' or name == 'UserPromptSubmit' then
     turn_start(agent)
   elseif name == 'AfterTool' or name == 'PreToolUse' or name == 'PostToolUse' then
     M.set(agent, 'working')
   elseif name == 'PermissionRequest' or (name == 'Notification' and kind == 'ToolPermission') then
-    waiting(agent, asks(ev))
+    local ok, what = pcall(asks, ev) -- whatever the payload holds, the agent is waiting
+    waiting(agent, ok and what or 'asks for permission')
   elseif name == 'Notification' and kind == 'permission_prompt' then
     if agent.state ~= 'waiting' then -- PermissionRequest, just before, said what
       waiting(agent, 'asks for permission')
