@@ -342,6 +342,47 @@ def test_the_screen_tells_an_agent_without_hooks(editor_factory, sandbox):
     assert states(ed)[-1] == "exited"
 
 
+# Counts the screen reads that show `_G.marker` (a barrier: the screen was read this often).
+READS = """
+local attention = require('gemini_companion.agents.attention')
+local classify = attention.classify
+_G.marker, _G.reads = nil, 0
+attention.classify = function(lines)
+  if _G.marker and table.concat(lines, '\\n'):find(_G.marker, 1, true) then
+    _G.reads = _G.reads + 1
+  end
+  return classify(lines)
+end
+"""
+
+
+def test_a_moment_of_bare_input_box_after_a_dialog_is_no_turns_end(editor_factory, sandbox):
+    """Between an answered dialog and the next spinner a CLI can show its input box alone, for as
+    long as the machine is slow: read twice (what used to make it idle), it ends no turn and says
+    nothing; the turn's end is said once, when it comes."""
+    screen = sandbox.base / "screen.txt"
+    screen.write_text("Done.\n" + INPUT_BOX)
+    ed = editor_factory(setup_for(sandbox))
+    started(ed, sandbox, "drawn")
+    ed.lua(READS)
+    wait_state(ed, "idle", "drawn")
+    screen.write_text("⠋ Thinking... (esc to cancel, 3s)\n" + INPUT_BOX)
+    wait_state(ed, "working", "drawn")
+    screen.write_text(
+        "? Shell make (build) ←\n\u203a 1. Yes, allow once\n  4. No (esc)\n⠏ Waiting for user confirmation...\n"
+    )
+    wait_state(ed, "waiting", "drawn")
+    ed.lua("_G.marker = 'FLICKER'")
+    screen.write_text("FLICKER: the dialog answered, no spinner yet\n" + INPUT_BOX)
+    wait_for(lambda: ed.lua("return _G.reads") >= 2, 30, "the bare input box read twice")
+    screen.write_text("⠋ Thinking... (esc to cancel, 0s)\n" + INPUT_BOX)
+    wait_state(ed, "working", "drawn")
+    screen.write_text("Made it.\n" + INPUT_BOX)
+    wait_for(lambda: len(notes(ed)) == 2, 30, "the finished line")
+    assert notes(ed) == ["gemini-companion: drawn asks to run: `make (build)`", "gemini-companion: drawn finished"]
+    assert states(ed)[-4:] == ["working", "waiting", "working", "idle"]
+
+
 STATUSLINE = """
 local sl = require('gemini_companion').statusline
 local ok = vim.api.nvim_eval_statusline(sl(), {}).str
