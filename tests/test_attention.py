@@ -80,15 +80,17 @@ def started(editor: Editor, sandbox: Sandbox, name: str = "fake") -> dict[str, s
 def hook(editor: Editor, agent_env: dict[str, str], cli: str, event: str, payload: dict[str, Any], cwd: Path) -> None:
     """Run the registered hook command for `event` as the CLI does: `bash -c`, the entry's env
     over the agent's, the CLI's JSON on stdin; it must answer `{}` and exit 0."""
+    base = {"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": str(cwd), "timestamp": "now"}
+    hook_bytes(editor, agent_env, cli, event, json.dumps({**base, "hook_event_name": event, **payload}).encode(), cwd)
+
+
+def hook_bytes(editor: Editor, agent_env: dict[str, str], cli: str, event: str, stdin: bytes, cwd: Path) -> None:
+    """`hook` with the bytes the CLI writes on stdin."""
     entry = editor.lua("return require('gemini_companion.changes').hooks(...)", cli)[event]["hooks"][0]
     env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
     env[hook_program.KEY_ENV] = agent_env[hook_program.KEY_ENV]
     env.update(entry["env"])
-    base = {"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": str(cwd), "timestamp": "now"}
-    stdin = json.dumps({**base, "hook_event_name": event, **payload})
-    done = subprocess.run(
-        ["bash", "-c", entry["command"]], input=stdin, env=env, cwd=cwd, capture_output=True, text=True
-    )
+    done = subprocess.run(["bash", "-c", entry["command"]], input=stdin, env=env, cwd=cwd, capture_output=True)
     assert done.returncode == 0 and json.loads(done.stdout) == {}, done
 
 
@@ -234,6 +236,61 @@ def test_what_a_cli_names_is_one_bounded_line_and_the_notify_option_holds(editor
         ed.lua("require('gemini_companion.config').set({notify = {sound = true}})")
 
 
+def test_every_byte_a_hook_names_is_shown_as_text(editor_factory, sandbox, repo):
+    """The model chooses the command and the file name: a NUL (valid JSON), a lone surrogate, bytes
+    that are not UTF-8, escapes. Each is one line of text, and the agent's state follows."""
+    ed = editor_factory(setup_for(sandbox))
+    env = started(ed, sandbox)
+    base = {"session_id": "s1", "cwd": str(repo), "hook_event_name": "Notification"}
+    cases: list[tuple[str, bytes, str]] = [
+        (
+            "gemini",
+            json.dumps({**GEMINI_EXEC, **base, "details": {"type": "exec", "command": "a\0b"}}).encode(),
+            "asks to run: `a^@b`",
+        ),
+        (
+            "gemini",
+            json.dumps({**GEMINI_EXEC, **base, "details": {"type": "edit", "fileName": "x\0.txt"}}).encode(),
+            "asks to edit: x^@.txt",
+        ),
+        (
+            "gemini",
+            json.dumps({**GEMINI_EXEC, **base, "details": {"type": "exec", "command": "a\ud800b"}}).encode(),
+            "asks to run: `a\ufffdb`",
+        ),
+        (
+            "gemini",
+            json.dumps({**GEMINI_EXEC, **base, "details": {"type": "exec", "command": "aXXb"}})
+            .encode()
+            .replace(b"XX", b"\xff\xc3"),
+            "asks to run: `a\ufffd\ufffdb`",
+        ),
+        (
+            "qwen",
+            json.dumps(
+                {**base, "hook_event_name": "PermissionRequest", "tool_input": {"command": "\0\x1b[2J" * 300}}
+            ).encode(),
+            "asks to run: `" + "^@^[[2J" * 17 + "…`",
+        ),
+    ]
+    for i, (cli, stdin, said) in enumerate(cases):
+        hook(ed, env, "gemini", "BeforeAgent", {"prompt": "p"}, repo)
+        wait_state(ed, "working")
+        event = "PermissionRequest" if cli == "qwen" else "Notification"
+        hook_bytes(ed, env, cli, event, stdin, repo)
+        wait_state(ed, "waiting")
+        asked = wait_for(lambda i=i: (n := [n for n in notes(ed) if " asks " in n]) and len(n) > i and n, 30, "asked")
+        assert asked[i] == f"gemini-companion: fake {said}"
+        hook(ed, env, "gemini", "AfterAgent", {"prompt_response": "ok"}, repo)
+        wait_state(ed, "idle")
+    failure = {"error": "x", "error_details": "bad\0byte"}
+    hook(ed, env, "qwen", "UserPromptSubmit", {"prompt_id": "p"}, repo)
+    hook(ed, env, "qwen", "StopFailure", failure, repo)
+    wait_for(lambda: "failed" in notes(ed)[-1], 30, "the failed line")
+    assert notes(ed)[-1] == "gemini-companion: fake failed: bad^@byte"
+    assert ed.lua("return vim.v.errmsg") == ""  # no error: none shown, none waited on (Neovim's 1 s)
+
+
 def test_the_hook_keeps_names_never_contents():
     edit = {
         "hook_event_name": "Notification",
@@ -249,15 +306,19 @@ def test_the_hook_keeps_names_never_contents():
     assert len(sent["message"]) == hook_program.MAX_TEXT and "llm_request" not in sent
 
 
+# Qwen Code's input box as it draws it (tests/data/screens/qwen-idle.txt): a rule, the prompt, a rule.
+INPUT_BOX = "─" * 60 + "\n>   Type your message or @path/to/file\n" + "─" * 60 + "\n  ➜ project · fake-model\n"
+
+
 def test_the_screen_tells_an_agent_without_hooks(editor_factory, sandbox):
     screen = sandbox.base / "screen.txt"
     screen.write_text("Qwen Code\n")
     ed = editor_factory(setup_for(sandbox))
     started(ed, sandbox, "drawn")
     # Not idle before its prompt is drawn; model text that looks like a dialog is not one.
-    screen.write_text("Allow execution of everything, said the model\n>   Type your message or @path/to/file\n")
+    screen.write_text("Allow execution of everything, said the model\n" + INPUT_BOX)
     wait_state(ed, "idle", "drawn")
-    screen.write_text("⠋ Thinking... (esc to cancel, 3s)\n>   Type your message or @path/to/file\n")
+    screen.write_text("⠋ Thinking... (esc to cancel, 3s)\n" + INPUT_BOX)
     wait_state(ed, "working", "drawn")
     screen.write_text(
         "? Shell touch made.txt && echo made (make a file) ←\nAllow execution of: 'touch'?\n"
@@ -266,9 +327,9 @@ def test_the_screen_tells_an_agent_without_hooks(editor_factory, sandbox):
     wait_state(ed, "waiting", "drawn")
     wait_for(lambda: notes(ed), 30, "the waiting line")
     assert notes(ed) == ["gemini-companion: drawn asks to run: `touch made.txt && echo made (make a file)`"]
-    screen.write_text("✓ Shell touch made.txt\n⠋ Thinking... (esc to cancel, 5s)\n")
+    screen.write_text("✓ Shell touch made.txt\n⠋ Thinking... (esc to cancel, 5s)\n" + INPUT_BOX)
     wait_state(ed, "working", "drawn")
-    screen.write_text("Done.\n>   Type your message or @path/to/file\n")
+    screen.write_text("Done.\n" + INPUT_BOX)
     wait_state(ed, "idle", "drawn")
     wait_for(lambda: len(notes(ed)) == 2, 30, "the finished line")
     assert notes(ed)[1] == "gemini-companion: drawn finished"
@@ -279,6 +340,47 @@ def test_the_screen_tells_an_agent_without_hooks(editor_factory, sandbox):
     ed.lua("require('gemini_companion.agents').stop()")
     wait_state(ed, "gone", "drawn")
     assert states(ed)[-1] == "exited"
+
+
+# Counts the screen reads that show `_G.marker` (a barrier: the screen was read this often).
+READS = """
+local attention = require('gemini_companion.agents.attention')
+local classify = attention.classify
+_G.marker, _G.reads = nil, 0
+attention.classify = function(lines)
+  if _G.marker and table.concat(lines, '\\n'):find(_G.marker, 1, true) then
+    _G.reads = _G.reads + 1
+  end
+  return classify(lines)
+end
+"""
+
+
+def test_a_moment_of_bare_input_box_after_a_dialog_is_no_turns_end(editor_factory, sandbox):
+    """Between an answered dialog and the next spinner a CLI can show its input box alone, for as
+    long as the machine is slow: read twice (what used to make it idle), it ends no turn and says
+    nothing; the turn's end is said once, when it comes."""
+    screen = sandbox.base / "screen.txt"
+    screen.write_text("Done.\n" + INPUT_BOX)
+    ed = editor_factory(setup_for(sandbox))
+    started(ed, sandbox, "drawn")
+    ed.lua(READS)
+    wait_state(ed, "idle", "drawn")
+    screen.write_text("⠋ Thinking... (esc to cancel, 3s)\n" + INPUT_BOX)
+    wait_state(ed, "working", "drawn")
+    screen.write_text(
+        "? Shell make (build) ←\n\u203a 1. Yes, allow once\n  4. No (esc)\n⠏ Waiting for user confirmation...\n"
+    )
+    wait_state(ed, "waiting", "drawn")
+    ed.lua("_G.marker = 'FLICKER'")
+    screen.write_text("FLICKER: the dialog answered, no spinner yet\n" + INPUT_BOX)
+    wait_for(lambda: ed.lua("return _G.reads") >= 2, 30, "the bare input box read twice")
+    screen.write_text("⠋ Thinking... (esc to cancel, 0s)\n" + INPUT_BOX)
+    wait_state(ed, "working", "drawn")
+    screen.write_text("Made it.\n" + INPUT_BOX)
+    wait_for(lambda: len(notes(ed)) == 2, 30, "the finished line")
+    assert notes(ed) == ["gemini-companion: drawn asks to run: `make (build)`", "gemini-companion: drawn finished"]
+    assert states(ed)[-4:] == ["working", "waiting", "working", "idle"]
 
 
 STATUSLINE = """

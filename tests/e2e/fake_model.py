@@ -145,3 +145,23 @@ def qwen_edit(target: Path) -> list[Turn]:
         Turn(call="edit", args={"file_path": str(target), "old_string": "beta", "new_string": "gamma"}),
         Turn(text="Edited."),
     ]
+
+
+class PromptModel(FakeModel):
+    """A model that answers by the user's last message, as often as asked: `replies` maps a text
+    in that message to a turn; after a tool's result it answers `after_tool`. Nothing is used up, so
+    a CLI's side requests (Qwen asks again after a text turn) take no turn of the script."""
+
+    def __init__(self, replies: dict[str, Turn], after_tool: str = "Made it.") -> None:
+        super().__init__([])
+        self.replies, self.after_tool = replies, after_tool
+        self.gate = threading.Event()  # cleared: each answer waits until it is set (the test saw the turn)
+        self.gate.set()
+
+    def _next_turn(self, body: dict[str, Any]) -> Turn:
+        self.gate.wait(120)
+        last: Any = (body.get("contents") or body.get("messages") or [{}])[-1]
+        if last.get("role") == "tool" or any("functionResponse" in part for part in last.get("parts", [])):
+            return Turn(text=self.after_tool)
+        said = json.dumps(last)
+        return next((turn for key, turn in self.replies.items() if key in said), Turn(text="Done."))

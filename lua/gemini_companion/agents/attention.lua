@@ -1,9 +1,11 @@
 --- What each managed agent is doing (starting, idle, working, waiting, exited), told by the CLI's
 --- own hooks (changes.py forwards them: `attention.event`) or, where no hook runs, by what its
---- terminal shows; one `vim.notify` line when a hidden agent starts waiting or ends a turn; and the
---- statusline string, rebuilt on the plugin's User events only, so a redraw reads a cached string.
+--- terminal shows (attention/screen.lua reads it); one `vim.notify` line when a hidden agent starts
+--- waiting or ends a turn; and the statusline string, rebuilt on the plugin's User events only, so
+--- a redraw reads a cached string.
 local config = require('gemini_companion.config')
 local message = require('gemini_companion.message')
+local screen = require('gemini_companion.agents.attention.screen')
 
 local M = {}
 
@@ -14,23 +16,20 @@ local M = {}
 ---@field dialog_seen boolean? Its dialog has been on screen since.
 ---@field screen_state gemini_companion.AgentState? What its screen said at the last poll(s).
 ---@field screen_count integer? For how many polls in a row.
+---@field screen_since integer? vim.uv.hrtime() the screen first said it.
+---@field answered boolean? Gemini with hooks: its dialog went, no hook since (a rejection fires none).
 ---@field turn_files integer? The files its turn changed (User GeminiTurnEnded), once known.
 ---@field finish {failed: string?}? Its turn's end, to be said once the file count is known.
 ---@field reading boolean? A tmux screen read is under way.
 
 local POLL_MS = 250 -- a screen read per agent that needs one (none: the timer stops)
 local STEADY_POLLS = 2 -- a screen's state counts once seen this many polls in a row
-local DIALOG_GRACE_MS = 5000 -- Gemini draws the dialog after the hook: until seen (or this long), keep waiting
+-- An idle screen after a turn counts only once it has held this long: between a dialog and the
+-- next spinner (and between rounds) a CLI can show its bare input box for a moment.
+local IDLE_STEADY_MS = 2000
+local DIALOG_GRACE_MS = 30000 -- Gemini draws the dialog after the hook: until seen (or this long), keep waiting
 local FINISH_WAIT_MS = 5000 -- a turn's end waits this long for its file count (changes.py's snapshot)
-local SCREEN_LINES = 20 -- only the bottom of the screen: the transcript above may hold any text
-local MAX_TEXT = 120 -- characters of a command, path or question in a message
-
--- The screens of Gemini CLI 0.61.0 and Qwen Code 0.24.4 (checked: :h gemini-companion-attention).
--- A dialog line, with nothing but frame characters before it; the spinner line.
-local DIALOGS = { 'Allow execution of', 'Apply this change%?', 'Answer Questions' }
-local ASKS_QWEN = 'Waiting for user confirmation'
-local SPINNER = 'esc to cancel'
-local PLACEHOLDER = 'Type your message'
+local SCREEN_LINES = 120 -- the bottom of the screen (attention/screen.lua reads where the CLI draws)
 
 local HIGHLIGHTS = {
   GeminiStatusStarting = 'Comment',
@@ -53,19 +52,7 @@ local function agents()
   return require('gemini_companion.agents')
 end
 
---- Text from a CLI as one bounded line: data, never markup.
----@param text any
----@param max? integer
----@return string
-local function clean(text, max)
-  local line = vim.fn.strtrans((tostring(text or ''):gsub('%s+', ' ')))
-  line = vim.trim(line)
-  max = max or MAX_TEXT
-  if vim.fn.strchars(line) > max then
-    line = vim.fn.strcharpart(line, 0, max - 1) .. '…'
-  end
-  return line
-end
+local clean = screen.text -- what a CLI names, as one bounded line
 
 --- Is the user looking at the agent: its window in the current tab, and Neovim focused?
 ---@param agent gemini_companion.Agent
@@ -150,6 +137,9 @@ function M.set(agent, state, detail)
   if state == 'waiting' and agent.state ~= 'waiting' then
     agent.waiting_since, agent.dialog_seen = vim.uv.hrtime(), false
   end
+  if state ~= 'working' then
+    agent.answered = nil
+  end
   agent.state, agent.state_detail, agent.screen_state, agent.screen_count = state, detail, nil, 0
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'GeminiAgentState',
@@ -232,7 +222,8 @@ local function asks(ev)
   end
   local file = details.fileName or input.file_path or input.path
   if details.type == 'edit' or file then
-    return 'asks to edit: ' .. clean(vim.fn.fnamemodify(tostring(file or '?'), ':~:.'))
+    file = tostring(file or '?')
+    return 'asks to edit: ' .. clean(file:find('%z') and file or vim.fn.fnamemodify(file, ':~:.'))
   end
   if input.question then
     return 'asks: ' .. clean(input.question)
@@ -252,19 +243,20 @@ function M.event(ev)
   if not agent or agent.exited then
     return
   end
-  agent.heard = true
+  agent.heard, agent.answered = true, nil
   local name, kind = ev.hook_event_name, ev.notification_type
   if name == 'SessionStart' then
+    M.set(agent, 'idle')
     if ev.source == 'resume' then -- Gemini 0.61's resume bug: its orphan goes before it does harm
       require('gemini_companion.agents.sessions').orphan(agent, ev.transcript_path)
     end
-    M.set(agent, 'idle')
   elseif name == 'BeforeAgent' or name == 'UserPromptSubmit' then
     turn_start(agent)
   elseif name == 'AfterTool' or name == 'PreToolUse' or name == 'PostToolUse' then
     M.set(agent, 'working')
   elseif name == 'PermissionRequest' or (name == 'Notification' and kind == 'ToolPermission') then
-    waiting(agent, asks(ev))
+    local ok, what = pcall(asks, ev) -- whatever the payload holds, the agent is waiting
+    waiting(agent, ok and what or 'asks for permission')
   elseif name == 'Notification' and kind == 'permission_prompt' then
     if agent.state ~= 'waiting' then -- PermissionRequest, just before, said what
       waiting(agent, 'asks for permission')
@@ -280,52 +272,16 @@ end
 
 -- --- the screen ---------------------------------------------------------------------------
 
---- What the bottom of a CLI's screen says: 'waiting' (a dialog; and what for), 'working' (the
---- spinner), 'idle' (its prompt is drawn), or nil (nothing to tell yet).
----@param lines string[]
----@return gemini_companion.AgentState? state, string? what, boolean prompt its prompt is drawn
-function M.classify(lines)
-  local last = #lines
-  while last > 0 and vim.trim(lines[last]) == '' do
-    last = last - 1
-  end
-  local bottom = vim.tbl_filter(function(line)
-    return vim.trim(line) ~= ''
-  end, vim.list_slice(lines, math.max(1, last - SCREEN_LINES + 1), last))
-  local text = table.concat(bottom, '\n')
-  local prompt = text:find(PLACEHOLDER, 1, true) ~= nil
-  local dialog, spinner, asked = false, false, nil
-  for _, line in ipairs(bottom) do
-    local lead = line:match('^[^%w?]*(.*)$') -- frame and spinner characters off
-    for _, pattern in ipairs(DIALOGS) do
-      dialog = dialog or lead:find('^' .. pattern) ~= nil
-    end
-    dialog = dialog or lead:find('^' .. ASKS_QWEN) ~= nil
-    spinner = spinner or (line:find(SPINNER, 1, true) ~= nil and lead:find('^%?') == nil)
-    local tool, rest = lead:match('^%?%s+(%S+)%s+(.-)%s*$')
-    if tool and not asked then
-      rest = rest:gsub('%s*←$', '') -- Qwen's
-      asked = tool == 'Shell' and ('asks to run: `%s`'):format(clean(rest))
-        or ('asks: %s'):format(clean(tool .. ' ' .. rest))
-    end
-  end
-  if dialog and not prompt then
-    return 'waiting', asked or 'asks for confirmation', false
-  elseif spinner then
-    return 'working', nil, prompt
-  elseif #bottom > 0 then
-    return 'idle', nil, prompt
-  end
-  return nil, nil, false
-end
+--- What the bottom of a CLI's screen says (attention/screen.lua).
+M.classify = screen.classify
 
---- Does the agent need its screen read: no hook of it heard yet, or Gemini waiting (neither an
---- approval nor a rejection fires a hook in Gemini CLI 0.61.0)?
+--- Does the agent need its screen read: no hook of it heard yet, or Gemini waiting or just
+--- answered (neither an approval nor a rejection fires a hook in Gemini CLI 0.61.0)?
 ---@param agent gemini_companion.Agent
 ---@return boolean
 local function watched(agent)
   return not agent.exited
-    and (not agent.heard or (agent.cli == 'gemini' and agent.state == 'waiting'))
+    and (not agent.heard or (agent.cli == 'gemini' and (agent.state == 'waiting' or agent.answered == true)))
     and (agent.buf ~= nil or agent.pane ~= nil)
 end
 
@@ -338,6 +294,10 @@ function M.source(agent)
   return (agent.buf or agent.pane) and 'screen' or 'none'
 end
 
+--- The screen's state, once it holds: STEADY_POLLS reads in a row, and an idle screen after a
+--- turn IDLE_STEADY_MS too. A dialog that goes is answered: the agent works on (an approval) or
+--- its idle screen holds (a rejection). So a moment of bare input box after a dialog, or between
+--- rounds, is never a turn's end, and the hooks' agent ends its turns by its hooks only.
 ---@param agent gemini_companion.Agent
 ---@param lines string[]
 local function from_screen(agent, lines)
@@ -350,31 +310,39 @@ local function from_screen(agent, lines)
   end
   if state == 'waiting' then
     agent.dialog_seen = true
+  elseif state and agent.state == 'waiting' then
+    local grace = (vim.uv.hrtime() - (agent.waiting_since or 0)) / 1e6 > DIALOG_GRACE_MS
+    if agent.heard and not (agent.dialog_seen or grace) then
+      return -- Gemini draws its dialog after the hook: not answered before it was drawn
+    end
+    state = 'working'
   end
   if not state or state == agent.state then
     agent.screen_state, agent.screen_count = nil, 0
     return
   end
-  if agent.heard and agent.state == 'waiting' then -- Gemini: only leave a dialog seen on screen
-    local grace = (vim.uv.hrtime() - (agent.waiting_since or 0)) / 1e6 > DIALOG_GRACE_MS
-    if not (agent.dialog_seen or grace) then
-      return
-    end
-  end
+  local now = vim.uv.hrtime()
   if agent.screen_state ~= state then
-    agent.screen_state, agent.screen_count = state, 1
+    agent.screen_state, agent.screen_count, agent.screen_since = state, 1, now
     return
   end
   agent.screen_count = agent.screen_count + 1
   if agent.screen_count < STEADY_POLLS then
     return
   end
+  local after_turn = agent.state == 'working' or agent.state == 'waiting'
+  if state == 'idle' and after_turn and (now - agent.screen_since) / 1e6 < IDLE_STEADY_MS then
+    return
+  end
   if state == 'waiting' then
     waiting(agent, what or 'asks for confirmation')
-  elseif state == 'idle' and not agent.heard and (agent.state == 'working' or agent.state == 'waiting') then
+  elseif state == 'working' then
+    agent.answered = agent.heard and agent.state == 'waiting' or agent.answered -- read on until a hook
+    M.set(agent, 'working')
+  elseif after_turn and not agent.heard then
     finished(agent, nil, false)
   else
-    M.set(agent, state)
+    M.set(agent, 'idle') -- the hooks' agent: a rejected dialog (its turn ends without a hook)
   end
 end
 
@@ -382,7 +350,7 @@ end
 local function read_screen(agent)
   if agent.buf then
     if vim.api.nvim_buf_is_valid(agent.buf) then
-      from_screen(agent, vim.api.nvim_buf_get_lines(agent.buf, -SCREEN_LINES * 6, -1, false))
+      from_screen(agent, vim.api.nvim_buf_get_lines(agent.buf, -SCREEN_LINES, -1, false))
     end
   elseif agent.pane and not agent.reading then
     agent.reading = true -- tmux: asynchronous, one read at a time

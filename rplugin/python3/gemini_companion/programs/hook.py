@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import sys
@@ -55,8 +56,10 @@ KEPT = (
     "details",
 )
 TOOL_INPUT = ("file_path", "path", "command")  # what names things, never a file's content
+NAMING = ("tool_input", "details")  # the objects kept, each cut down to its strings above
 DETAILS = ("type", "title", "command", "rootCommand", "fileName")  # Gemini's edit details carry whole files
 MAX_TEXT = 2000  # characters of any one string kept
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins the pairs: any left is alone
 
 
 def key_dir() -> str:
@@ -124,14 +127,20 @@ def body(event: str, agent: str | None, stdin: str) -> bytes:
         payload["tool_input"] = kept_input
     details = payload.get("details")
     payload["details"] = _strings(details, DETAILS) if isinstance(details, dict) else None
-    kept = {key: _bounded(payload[key]) for key in KEPT if payload.get(key) is not None}
+    kept = {
+        key: _bounded(value)
+        for key in KEPT
+        if isinstance(value := payload.get(key), str) or (key in NAMING and isinstance(value, dict))
+    }
     kept.update(event=event, agent=agent)
     kept.setdefault("cwd", os.getcwd())
     return json.dumps(kept).encode()
 
 
 def _bounded(value: object) -> object:
-    return value[:MAX_TEXT] if isinstance(value, str) else value
+    """A string cut to MAX_TEXT, its lone surrogates (JSON's `\\ud800`: no character) made U+FFFD:
+    the server takes only Unicode, and a dropped event would leave the agent's state behind."""
+    return LONE_SURROGATE.sub("\ufffd", value[:MAX_TEXT]) if isinstance(value, str) else value
 
 
 def _strings(fields: dict[str, object], keys: tuple[str, ...]) -> dict[str, object]:
@@ -157,7 +166,7 @@ def main() -> None:
     if found is None:
         return
     port, token, agent = found
-    data = body(event, agent, sys.stdin.read())
+    data = body(event, agent, sys.stdin.buffer.read().decode("utf-8", "replace"))  # any bytes: an event
     try:
         post(port, token, data, WAIT_SECONDS.get(event, DEFAULT_SECONDS))
     except OSError:  # Neovim gone or slow: the agent goes on regardless
