@@ -1,5 +1,5 @@
 --- Qwen Code's per-session system-defaults file: IDE mode on, nudge seen, and the model's
---- editor tools (tools.lua `servers`, with this server's URL and token) for every Qwen this
+--- editor tools (tools/init.lua `servers`, with this server's URL and token) for every Qwen this
 --- Neovim starts (managed agents and plain :terminal alike), without touching the user's
 --- settings. Qwen reads the file named by its system-defaults variable at the lowest
 --- precedence, so a user's own `ide.enabled: false` still wins. Ours replaces the file Qwen

@@ -33,7 +33,7 @@ from gemini_companion.server.http_guard import MAX_PATH
 if TYPE_CHECKING:
     from gemini_companion.editor import Editor
 
-# The hook events we register (changes.lua `hooks`), and whose they are (Notification and
+# The hook events we register (changes/init.lua `hooks`), and whose they are (Notification and
 # SessionStart are both CLIs': a terminal's hook names no agent, and they tell no turn).
 HOOK_CLI = {
     "BeforeAgent": "gemini",
