@@ -356,3 +356,15 @@ def test_a_users_ide_enabled_false_is_never_overwritten(editor_factory, sandbox,
     wait_for(lambda: Path(str(log) + ".env").exists(), what="the agent started anyway")
     assert settings.read_bytes() == before
     assert "IDE mode is off in ~/.gemini/settings.json" in editor.messages()
+
+
+def test_an_agent_asked_for_after_the_server_was_stopped_starts_at_once(ed, log):
+    """`:GeminiCompanion stop` leaves the host running with no server: an agent asked for then
+    starts as asked (the help: "as with a stopped server"). It waited for a server no one starts,
+    then said "not started: the server did not answer within 30 s"."""
+    ed.nvim.command("GeminiCompanion stop")
+    ed.wait_state("stopped")
+    ed.lua("require('gemini_companion.agents.served').timeout_ms = 600000")  # a wait shows as no start
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    assert "not started" not in ed.messages()
