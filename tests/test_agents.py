@@ -368,3 +368,16 @@ def test_an_agent_asked_for_after_the_server_was_stopped_starts_at_once(ed, log)
     ed.nvim.command("Gemini")
     started(ed, log)
     assert "not started" not in ed.messages()
+
+
+def test_an_agent_with_no_environment_of_its_own_starts_with_no_server(editor_factory, sandbox, log):
+    """`auto_start = false` and an agent without `env` (the default `gemini`, `qwen`): nothing to
+    add to Neovim's environment. The empty table went to jobstart as a List: E475 (:Gemini failed)."""
+    sandbox.env["FAKE_AGENT_LOG"] = str(log)  # Neovim's own environment: the agent inherits it
+    setup = fake_agents(log)
+    del setup["agents"]["fake"]["env"]
+    setup["auto_start"] = False
+    editor = editor_factory(setup)
+    editor.nvim.command("Gemini")
+    started(editor, log)
+    assert "E475" not in editor.messages()
