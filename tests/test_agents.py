@@ -356,3 +356,28 @@ def test_a_users_ide_enabled_false_is_never_overwritten(editor_factory, sandbox,
     wait_for(lambda: Path(str(log) + ".env").exists(), what="the agent started anyway")
     assert settings.read_bytes() == before
     assert "IDE mode is off in ~/.gemini/settings.json" in editor.messages()
+
+
+def test_an_agent_asked_for_after_the_server_was_stopped_starts_at_once(ed, log):
+    """`:GeminiCompanion stop` leaves the host running with no server: an agent asked for then
+    starts as asked (the help: "as with a stopped server"). It waited for a server no one starts,
+    then said "not started: the server did not answer within 30 s"."""
+    ed.nvim.command("GeminiCompanion stop")
+    ed.wait_state("stopped")
+    ed.lua("require('gemini_companion.agents.served').timeout_ms = 600000")  # a wait shows as no start
+    ed.nvim.command("Gemini")
+    started(ed, log)
+    assert "not started" not in ed.messages()
+
+
+def test_an_agent_with_no_environment_of_its_own_starts_with_no_server(editor_factory, sandbox, log):
+    """`auto_start = false` and an agent without `env` (the default `gemini`, `qwen`): nothing to
+    add to Neovim's environment. The empty table went to jobstart as a List: E475 (:Gemini failed)."""
+    sandbox.env["FAKE_AGENT_LOG"] = str(log)  # Neovim's own environment: the agent inherits it
+    setup = fake_agents(log)
+    del setup["agents"]["fake"]["env"]
+    setup["auto_start"] = False
+    editor = editor_factory(setup)
+    editor.nvim.command("Gemini")
+    started(editor, log)
+    assert "E475" not in editor.messages()

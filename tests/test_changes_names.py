@@ -25,6 +25,7 @@ ODD = [
     b"back\\slash",
     b"bad\xff\xfe",
     b"L" * 250,
+    "\u00e9".encode() * 125,  # 250 bytes in 125 characters: its hidden temporary name is cut by bytes
     b"sub/*",
 ]
 PLAIN = [b"a", b"b", b"sub/a"]  # what a glob or a magic pathspec among the names would match

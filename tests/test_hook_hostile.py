@@ -197,11 +197,16 @@ def unprivileged(argv: list[str]) -> list[str]:
 
 
 def run_hook(
-    command: str, env: dict[str, str], cwd: Path, entry_env: dict[str, str] | None, as_nobody: bool = False
+    command: str,
+    env: dict[str, str],
+    cwd: Path,
+    entry_env: dict[str, str] | None,
+    as_nobody: bool = False,
+    payload: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """As Gemini and Qwen run a hook: `bash -c`, the entry's env over the CLI's environment."""
     argv = ["/bin/bash", "-c", command]
-    payload = json.dumps({"hook_event_name": "BeforeAgent", "cwd": str(cwd), "session_id": "s"})
+    payload = payload or json.dumps({"hook_event_name": "BeforeAgent", "cwd": str(cwd), "session_id": "s"})
     return subprocess.run(
         unprivileged(argv) if as_nobody else argv,
         input=payload,
@@ -344,6 +349,26 @@ def test_inside_neovim_turns_reach_this_neovim_only_whatever_the_env_says(ed, sa
         turn = wait_for(lambda known=known: len(turns(ed)) > known and turns(ed)[-1], 30, "the turn")
         assert turn["agent"] == agent and [f["path"] for f in turn["files"]] == ["a.txt"]
     assert attack.markers() == [] and listener.connections == 0
+
+
+def test_a_payload_nested_deeper_than_pythons_reader_still_marks_the_turn(ed, sandbox):
+    """The CLI's payload carries what the model sent (tool arguments): nested 100,000 deep, hook.py's
+    json.loads raised RecursionError, not ValueError, and the hook sent nothing: the turn never ended."""
+    project = sandbox.project
+    (project / "a.txt").write_text("one\n")
+    registered = ed.lua("return require('gemini_companion.host').request('agent_register', {name = 'gemini'})")
+    env = {**cli_env(sandbox), **registered["env"]}
+    start, _, end, *_ = entries(ed, "gemini")
+    known = len(turns(ed))
+    done = run_hook(start["command"], env, project, start["env"])
+    assert (done.returncode, done.stdout.strip()) == (0, "{}"), done
+    (project / "a.txt").write_text("two\n")
+    nested = '{"hook_event_name": "AfterAgent", "session_id": "s", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    done = run_hook(end["command"], env, project, end["env"], payload=nested)
+    assert (done.returncode, done.stdout.strip()) == (0, "{}"), done
+    turn = wait_for(lambda: len(turns(ed)) > known and turns(ed)[-1], 30, "the turn")
+    wait_for(lambda: turns(ed)[-1].get("ended"), 30, "the turn's end")
+    assert [f["path"] for f in turn["files"]] == ["a.txt"]
 
 
 def test_a_managed_agent_starts_with_what_bash_and_the_loader_read_made_inert(editor_factory, sandbox):

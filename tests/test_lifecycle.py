@@ -192,6 +192,19 @@ def test_a_fifo_or_link_named_like_a_stale_file_neither_stalls_the_start_nor_is_
     assert not own.exists()
 
 
+def test_a_file_nested_deeper_than_pythons_reader_does_not_stop_the_start(editor_factory, sandbox):
+    """A file in the discovery folder (any process of the user's can write there: an agent) holding
+    JSON nested 100,000 deep: the sweep's json.loads raised RecursionError, not ValueError, and every
+    later start failed on it. It is a file not understood now: kept, and the server starts."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    sandbox.gemini_dir.mkdir(parents=True, mode=0o700)
+    nested = sandbox.gemini_dir / f"gemini-ide-server-{dead.pid}-1.json"
+    nested.write_text("[" * 100_000 + "]" * 100_000)
+    editor_factory().wait_state("running")
+    assert nested.exists()
+
+
 def test_foreign_file_of_a_live_server_is_left_alone(editor_factory, sandbox):
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))

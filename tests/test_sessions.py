@@ -440,6 +440,31 @@ def test_the_sweep_keeps_what_it_does_not_understand(world, editor_factory):
     assert (chats / surrogate).exists() and (chats / garbled).exists()
 
 
+def test_a_deeply_nested_line_is_one_line_not_understood(world, editor_factory):
+    """A line of JSON nested 100,000 deep (a tool's output, a hostile repository's file quoted) made
+    Python's JSON reader raise RecursionError: the whole listing failed in one line, every other
+    conversation with it, and so did the sweep of that short id. It is a line not understood now."""
+    chats = gemini_chats(world)
+    nested = "[" * 100_000 + "]" * 100_000 + "\n"
+    text = session_text(HOSTILE_ID, "after the nest")
+    header, rest = text.split("\n", 1)
+    (chats / "session-2026-11-25T22-20-0badc0de.jsonl").write_text(header + "\n" + nested + rest)
+    kept = "session-2026-11-25T22-09-046d5a5f.jsonl"  # the orphan's short id: the sweep reads it
+    (chats / kept).write_text(orphan_text(RESUMED) + nested)
+    ed = editor_factory(setup_for(world))
+    listed = ed.lua(
+        SESSIONS
+        + """_G.listed = nil
+        sessions.list('gemini', function(list, err) _G.listed = list or err end)
+        return vim.wait(20000, function() return _G.listed ~= nil end) and _G.listed""",
+    )
+    assert isinstance(listed, list), listed
+    assert [s["id"] for s in listed] == [HOSTILE_ID, *GEMINI_IDS]
+    assert listed[0]["prompt"] == "after the nest"
+    assert ed.lua(SWEEP, str(chats)) == [ORPHAN]  # the real orphan still goes, the nested file stays
+    assert (chats / kept).exists()
+
+
 def pids_gone(*pids: int) -> bool:
     """Every process ended (a zombie waiting for its reaper counts as ended)."""
     for pid in pids:

@@ -286,6 +286,25 @@ def test_relays_a_session_and_ends_it_on_eof(editor: Editor, sandbox: Any, bridg
     wait_for(lambda: server_clients(editor) == [], what="the session to end")
 
 
+def test_a_line_nested_deeper_than_pythons_reader_is_not_the_end_of_the_session(
+    editor: Editor, bridges: Callable[..., BridgeProcess]
+) -> None:
+    """A line of the client's nested 100,000 deep: json.loads raised RecursionError, not ValueError,
+    and the bridge died with it (every later call of the session unanswered). It is relayed as it is
+    (the server answers it) and the session goes on."""
+    bridge = bridges(str(gemini_file(editor)))
+    bridge.send(INITIALIZE)
+    bridge.expect(lambda m: m.get("id") == 0, "the initialize result")
+    bridge.send(INITIALIZED)
+    assert bridge.proc.stdin is not None
+    bridge.proc.stdin.write(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    bridge.proc.stdin.flush()
+    bridge.send(TOOLS_LIST)
+    tools = bridge.expect(lambda m: m.get("id") == 1, "the tools/list result")
+    assert {"openDiff", "closeDiff"} <= {t["name"] for t in tools["result"]["tools"]}
+    assert bridge.proc.poll() is None
+
+
 def test_exits_when_neovim_goes_away(editor: Editor, bridges: Callable[..., BridgeProcess]) -> None:
     bridge = bridges(str(gemini_file(editor)))
     bridge.send(INITIALIZE)

@@ -47,6 +47,7 @@ end
 ---@param quiet? boolean
 function M.start(quiet)
   local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() }, quiet)
+  state.start_asked = not err
   if not err then
     local changes = config.options.changes
     host.notify('changes_config', {
@@ -63,6 +64,7 @@ end
 
 --- Synchronous: the discovery files are gone when this returns.
 function M.stop()
+  state.start_asked = false
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
   end

@@ -29,6 +29,9 @@ local seq = 0
 ---@type table<string, string|false>
 M.env = {}
 
+--- A start was asked of the host and not answered yet: a server is on its way (served.lua waits).
+M.start_asked = false
+
 --- A missing package is fixed by the build: the message says how (host.install_hint).
 ---@param text string
 ---@return string
@@ -61,6 +64,7 @@ function M.update(snapshot)
   end
   seq = snapshot.seq
   local status, env = snapshot.status, snapshot.env
+  M.start_asked = M.start_asked and status.state == 'stopped' -- starting, running or failed answer it
   for key, value in pairs(status) do
     if value == vim.NIL then
       status[key] = nil
@@ -91,6 +95,7 @@ end
 --- no CLI is pointed at a dead port, and say why in the status.
 ---@param why string
 function M.fail(why)
+  M.start_asked = false
   local current = M.current
   if current.running or current.state == 'starting' then
     for _, path in ipairs(current.discovery_files or {}) do

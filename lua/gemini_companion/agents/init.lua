@@ -184,6 +184,9 @@ local function start(name, args)
   agent.cli, agent.version = cli_package(cmd)
   local own = credentials(agent) -- first: it brings the server's latest environment
   local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
+  if next(env) == nil then -- no server, no env of its own: an empty {} would reach jobstart as a List (E475)
+    env = vim.empty_dict()
+  end
   local ok, err = agent.provider.start(
     agent,
     cmd,

@@ -57,7 +57,7 @@ function M.when(fn)
   if not host.started then
     require('gemini_companion').autostart() -- its deferred start may not have run yet
   end
-  if up() or not host.channel then
+  if up() or not host.channel or not require('gemini_companion.state').start_asked then
     return fn()
   end
   table.insert(waiting, fn)

@@ -410,8 +410,9 @@ def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any
 
 
 def temporary(name: str, kind: str) -> str:
-    """A hidden name beside `name`, ours and new."""
-    return f".{name[:200]}.gemini-companion.{secrets.token_hex(6)}.{kind}"
+    """A hidden name beside `name`, ours and new (a name is at most 255 bytes: cut by bytes)."""
+    short = os.fsdecode(os.fsencode(name)[:200])
+    return f".{short}.gemini-companion.{secrets.token_hex(6)}.{kind}"
 
 
 def create(folder: int, name: str | bytes, want: dict[str, Any], mode: int) -> None:

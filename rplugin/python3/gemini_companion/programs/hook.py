@@ -114,7 +114,7 @@ def body(event: str, agent: str | None, stdin: str) -> bytes:
     a file's content)."""
     try:
         payload = json.loads(stdin or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than Python's reader goes: no fields kept
         payload = {}
     if not isinstance(payload, dict):
         payload = {}

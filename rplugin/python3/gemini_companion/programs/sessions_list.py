@@ -93,7 +93,7 @@ def epoch(iso: Any) -> float | None:
 def decode(line: bytes) -> Any:
     try:
         return json.loads(line.decode("utf-8", "replace"))
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than Python's reader goes: not understood
         return None
 
 

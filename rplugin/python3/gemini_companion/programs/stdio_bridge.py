@@ -151,6 +151,8 @@ class Bridge:
         """Send one client message; its answer is relayed by a thread, so a slow one blocks nothing."""
         try:
             message = json.loads(line)
+        except RecursionError:  # nested deeper than Python's reader goes: relayed, the server answers it
+            message = None
         except ValueError:
             print(f"{PROG}: ignoring a line that is not JSON", file=sys.stderr)
             return

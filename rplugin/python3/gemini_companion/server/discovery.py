@@ -331,7 +331,7 @@ def _read_own_json(path: str) -> dict[str, Any] | None:
     the file opened (never through a link, never waiting on a FIFO put in its place); else None."""
     try:
         data = json.loads(files.read(path, MAX_FILE_BYTES, follow=False, owner=os.getuid())[0])
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than Python's reader goes
         return None
     return data if isinstance(data, dict) else {}
 
