@@ -260,7 +260,15 @@ M.schema = {
           doc = "Added to the agent's environment.",
           optional = true,
           check = check('a table of strings', function(v)
-            return type(v) == 'table'
+            if type(v) ~= 'table' then
+              return false
+            end
+            for name, value in pairs(v) do
+              if type(name) ~= 'string' or not (type(value) == 'string' or type(value) == 'number') then
+                return false
+              end
+            end
+            return true
           end),
         },
         window = { doc = "This agent's window.", optional = true, fields = overrides(WINDOW) },

@@ -134,6 +134,13 @@ return {
     fails_with({ terminal = { tmux = { size = 'big' } } }, 'option terminal.tmux.size')
     fails_with({ terminal = { external = { cmd = 'kitty' } } }, 'option terminal.external.cmd')
   end,
+  an_agents_env_holds_strings_only = function() -- a boolean there broke `:Gemini` with a traceback
+    fails_with({ agents = { x = { cmd = { 'x' }, env = { GEMINI_CLI_HOME = true } } } }, 'option agents.x.env')
+    fails_with({ agents = { x = { cmd = { 'x' }, env = { 'FOO=1' } } } }, 'option agents.x.env')
+    fails_with({ agents = { x = { cmd = { 'x' }, env = { FOO = {} } } } }, 'option agents.x.env')
+    config.set({ agents = { x = { cmd = { 'x' }, env = { FOO = '1', BAR = 2 } } } }) -- a number is its digits there
+    assert(config.options.agents.x.env.FOO == '1' and config.options.agents.x.env.BAR == 2)
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')
