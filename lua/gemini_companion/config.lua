@@ -94,7 +94,7 @@ end)
 local function integer_from(min)
   local words = min == 1 and 'an integer >= 1' or ('an integer >= %d'):format(min)
   return check(words, function(v)
-    return type(v) == 'number' and v == math.floor(v) and v >= min
+    return type(v) == 'number' and v == math.floor(v) and v >= min and v < math.huge
   end)
 end
 
@@ -111,7 +111,7 @@ local function one_of(words, ...)
 end
 
 local POSITIVE = check('a number > 0', function(v)
-  return type(v) == 'number' and v > 0
+  return type(v) == 'number' and v > 0 and v < math.huge
 end)
 
 local STRINGS = check('a non-empty list of strings', function(v)

@@ -141,6 +141,11 @@ return {
     config.set({ agents = { x = { cmd = { 'x' }, env = { FOO = '1', BAR = 2 } } } }) -- a number is its digits there
     assert(config.options.agents.x.env.FOO == '1' and config.options.agents.x.env.BAR == 2)
   end,
+  numbers_are_finite = function() -- infinity passed as an integer, and the host's int() of it failed
+    fails_with({ changes = { max_turns = math.huge } }, 'option changes.max_turns: expected an integer >= 1')
+    fails_with({ context = { debounce_ms = math.huge } }, 'option context.debounce_ms')
+    fails_with({ terminal = { window = { size = math.huge } } }, 'option terminal.window.size: expected a number > 0')
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')
