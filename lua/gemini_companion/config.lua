@@ -395,6 +395,9 @@ function H.check_option(option, value, path)
   if type(value) ~= 'table' then
     H.fail(path, 'a table', value)
   end
+  if option.fields and next(value) ~= nil and vim.islist(value) then -- a list took the defaults' place
+    H.fail(path, 'a table of options', value)
+  end
   if option.fields then
     return H.validate(option.fields, value, path .. '.')
   end

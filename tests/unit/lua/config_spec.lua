@@ -146,6 +146,12 @@ return {
     fails_with({ context = { debounce_ms = math.huge } }, 'option context.debounce_ms')
     fails_with({ terminal = { window = { size = math.huge } } }, 'option terminal.window.size: expected a number > 0')
   end,
+  a_list_where_options_go_is_named_as_such = function() -- it blamed the first default it replaced
+    fails_with({ changes = { 1 } }, 'option changes: expected a table of options, got { 1 }')
+    fails_with({ terminal = { 'right' } }, 'option terminal: expected a table of options')
+    config.set({ changes = {} })
+    assert(config.options.changes.max_turns == 20)
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')
