@@ -423,15 +423,17 @@ end
 ---@param key any
 ---@param fields table<string, gemini_companion.Option>
 function H.warn_unknown(prefix, key, fields)
-  local nearest, best = nil, math.huge
+  local typed, nearest, best = tostring(key), nil, math.huge
   for name in pairs(fields) do
-    local distance = H.distance(tostring(key), name)
-    if distance < best or (distance == best and name < nearest) then
+    -- Lengths too far apart are no typo (the distance is at least that), and cost #typed * #name.
+    local distance = math.abs(#typed - #name) <= math.max(2, #name / 2) and H.distance(typed, name) or math.huge
+    if distance < best or (distance == best and distance < math.huge and name < nearest) then
       nearest, best = name, distance
     end
   end
   local hint = nearest and best <= math.max(2, #nearest / 2) and (' (did you mean %s%s?)'):format(prefix, nearest) or ''
-  message.notify(('unknown option %s%s ignored%s'):format(prefix, tostring(key), hint), 'warn')
+  local shown = #typed > 80 and typed:sub(1, 80) .. '…' or typed
+  message.notify(('unknown option %s%s ignored%s'):format(prefix, shown, hint), 'warn')
 end
 
 --- Edit distance (insert, delete, substitute, swap two neighbours): how far a typo is from a key.

@@ -152,6 +152,12 @@ return {
     config.set({ changes = {} })
     assert(config.options.changes.max_turns == 20)
   end,
+  a_huge_unknown_key_is_named_short = function() -- it was named whole, after a distance of its length squared
+    local said = warnings_of({ [string.rep('x', 1024 * 1024)] = 1 })
+    assert(#said == 1 and #said[1].text < 200, #said[1].text)
+    assert(said[1].text:find('unknown option xxxx', 1, true))
+    assert(config.options.auto_start == true)
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')
