@@ -318,7 +318,7 @@ M.schema = {
         doc = "Terminal-mode key, in an agent's window, back to the last editor window.",
         default = '<C-\\><C-w>',
         check = check('a key or false', function(v)
-          return v == false or type(v) == 'string'
+          return v == false or (type(v) == 'string' and v ~= '') -- '' is no key: vim.keymap.set refuses it
         end),
       },
     }),

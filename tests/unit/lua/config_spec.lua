@@ -158,6 +158,11 @@ return {
     assert(said[1].text:find('unknown option xxxx', 1, true))
     assert(config.options.auto_start == true)
   end,
+  an_empty_back_key_is_refused = function() -- it passed, and every agent's start then failed mapping it
+    fails_with({ terminal = { back = '' } }, 'option terminal.back: expected a key or false, got ""')
+    config.set({ terminal = { back = false } })
+    assert(config.options.terminal.back == false)
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')
