@@ -188,7 +188,7 @@ local PLACE = {
         doc = "Cells, or a percentage ('40%').",
         default = '40%',
         check = check("cells or a percentage ('40%')", function(v)
-          return (type(v) == 'number' and v >= 1 and v == math.floor(v))
+          return (type(v) == 'number' and v >= 1 and v == math.floor(v) and v < math.huge)
             or (type(v) == 'string' and v:match('^%d+%%?$') ~= nil)
         end),
       },

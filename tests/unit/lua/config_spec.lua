@@ -145,6 +145,7 @@ return {
     fails_with({ changes = { max_turns = math.huge } }, 'option changes.max_turns: expected an integer >= 1')
     fails_with({ context = { debounce_ms = math.huge } }, 'option context.debounce_ms')
     fails_with({ terminal = { window = { size = math.huge } } }, 'option terminal.window.size: expected a number > 0')
+    fails_with({ terminal = { tmux = { size = math.huge } } }, 'option terminal.tmux.size')
   end,
   a_list_where_options_go_is_named_as_such = function() -- it blamed the first default it replaced
     fails_with({ changes = { 1 } }, 'option changes: expected a table of options, got { 1 }')
