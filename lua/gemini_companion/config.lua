@@ -114,8 +114,10 @@ local POSITIVE = check('a number > 0', function(v)
   return type(v) == 'number' and v > 0 and v < math.huge
 end)
 
-local STRINGS = check('a non-empty list of strings', function(v)
-  if not vim.islist(v) or #v == 0 then
+---@param v any
+---@return boolean
+local function all_strings(v)
+  if not vim.islist(v) then
     return false
   end
   for _, arg in ipairs(v) do
@@ -124,6 +126,10 @@ local STRINGS = check('a non-empty list of strings', function(v)
     end
   end
   return true
+end
+
+local STRINGS = check('a non-empty list of strings', function(v)
+  return all_strings(v) and #v > 0
 end)
 
 -- The schema: every option once, with its default, its check and what it is for. The defaults,
@@ -201,7 +207,7 @@ local PLACE = {
         doc = "The program; the word '{cmd}' becomes the agent's command.",
         optional = true,
         check = check('a list of strings or a function', function(v)
-          return type(v) == 'function' or (vim.islist(v) and #v > 0)
+          return type(v) == 'function' or STRINGS.ok(v)
         end),
       },
     },
@@ -215,7 +221,7 @@ M.schema = {
     doc = "Extra workspace roots besides Neovim's working directories.",
     default = {},
     check = check('a list of paths or a function', function(v)
-      return type(v) == 'function' or vim.islist(v)
+      return type(v) == 'function' or all_strings(v)
     end),
   },
   diff = {

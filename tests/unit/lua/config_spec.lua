@@ -164,6 +164,11 @@ return {
     config.set({ terminal = { back = false } })
     assert(config.options.terminal.back == false)
   end,
+  lists_of_strings_hold_strings = function() -- a boolean in them failed only as an agent started
+    fails_with({ terminal = { external = { cmd = { 'kitty', true } } } }, 'option terminal.external.cmd')
+    fails_with({ workspace_folders = { '~/a', false } }, 'option workspace_folders')
+    config.set({ workspace_folders = { '~/a' }, terminal = { external = { cmd = { 'kitty', '{cmd}' } } } })
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')
