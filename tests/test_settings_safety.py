@@ -7,6 +7,7 @@ runs it (its own process, real files, real uids through setpriv); the Lua side i
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -606,6 +607,28 @@ def test_a_damaged_record_is_named_as_ours_and_never_blamed_on_the_settings(tmp_
     value = json.loads(settings.read_text())
     # Our entries gone; the list they emptied stays (without a record it may be the user's: issue 31)
     assert value["hooks"]["AfterAgent"] == [] and "neovim" not in value["mcpServers"]
+
+
+def test_two_neovims_enabling_at_once_keep_both_records(tmp_path, monkeypatch):
+    """One record for every Neovim: an edit read it, another wrote it, and the first wrote what it
+    had read over it (3 of 20 records lost with two enables at once)."""
+    first, second, journal = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "state" / "journal.json"
+    first.write_text('{"ide": {"enabled": false}}')
+    second.write_text("{}")
+    commit, other = settings_edit.commit, []
+
+    def another_neovim_meanwhile(*args: Any) -> None:  # the first has read the record, not written it
+        argv = [sys.executable, str(SCRIPT), "enable", str(second), str(journal), *WANT]
+        other.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            other[0].wait(10)  # it finishes now unless it waits for the first (it must)
+        commit(*args)
+
+    monkeypatch.setattr(settings_edit, "commit", another_neovim_meanwhile)
+    assert settings_edit.main(["enable", str(first), str(journal), "ide.enabled=true"])["changes"]
+    assert other[0].wait(60) == 0
+    assert set(json.loads(journal.read_text())) == {str(first), str(second)}
+    assert edit("disable", first, journal)["changes"] == ["ide.enabled: true -> false"]
 
 
 # --- the Lua side: recognising ours without a record, and consent --------------------------------

@@ -94,7 +94,7 @@ end)
 local function integer_from(min)
   local words = min == 1 and 'an integer >= 1' or ('an integer >= %d'):format(min)
   return check(words, function(v)
-    return type(v) == 'number' and v == math.floor(v) and v >= min
+    return type(v) == 'number' and v == math.floor(v) and v >= min and v < math.huge
   end)
 end
 
@@ -111,11 +111,13 @@ local function one_of(words, ...)
 end
 
 local POSITIVE = check('a number > 0', function(v)
-  return type(v) == 'number' and v > 0
+  return type(v) == 'number' and v > 0 and v < math.huge
 end)
 
-local STRINGS = check('a non-empty list of strings', function(v)
-  if not vim.islist(v) or #v == 0 then
+---@param v any
+---@return boolean
+local function all_strings(v)
+  if not vim.islist(v) then
     return false
   end
   for _, arg in ipairs(v) do
@@ -124,6 +126,10 @@ local STRINGS = check('a non-empty list of strings', function(v)
     end
   end
   return true
+end
+
+local STRINGS = check('a non-empty list of strings', function(v)
+  return all_strings(v) and #v > 0
 end)
 
 -- The schema: every option once, with its default, its check and what it is for. The defaults,
@@ -188,7 +194,7 @@ local PLACE = {
         doc = "Cells, or a percentage ('40%').",
         default = '40%',
         check = check("cells or a percentage ('40%')", function(v)
-          return (type(v) == 'number' and v >= 1 and v == math.floor(v))
+          return (type(v) == 'number' and v >= 1 and v == math.floor(v) and v < math.huge)
             or (type(v) == 'string' and v:match('^%d+%%?$') ~= nil)
         end),
       },
@@ -201,7 +207,7 @@ local PLACE = {
         doc = "The program; the word '{cmd}' becomes the agent's command.",
         optional = true,
         check = check('a list of strings or a function', function(v)
-          return type(v) == 'function' or (vim.islist(v) and #v > 0)
+          return type(v) == 'function' or STRINGS.ok(v)
         end),
       },
     },
@@ -215,7 +221,7 @@ M.schema = {
     doc = "Extra workspace roots besides Neovim's working directories.",
     default = {},
     check = check('a list of paths or a function', function(v)
-      return type(v) == 'function' or vim.islist(v)
+      return type(v) == 'function' or all_strings(v)
     end),
   },
   diff = {
@@ -260,7 +266,15 @@ M.schema = {
           doc = "Added to the agent's environment.",
           optional = true,
           check = check('a table of strings', function(v)
-            return type(v) == 'table'
+            if type(v) ~= 'table' then
+              return false
+            end
+            for name, value in pairs(v) do
+              if type(name) ~= 'string' or not (type(value) == 'string' or type(value) == 'number') then
+                return false
+              end
+            end
+            return true
           end),
         },
         window = { doc = "This agent's window.", optional = true, fields = overrides(WINDOW) },
@@ -310,7 +324,7 @@ M.schema = {
         doc = "Terminal-mode key, in an agent's window, back to the last editor window.",
         default = '<C-\\><C-w>',
         check = check('a key or false', function(v)
-          return v == false or type(v) == 'string'
+          return v == false or (type(v) == 'string' and v ~= '') -- '' is no key: vim.keymap.set refuses it
         end),
       },
     }),
@@ -387,6 +401,9 @@ function H.check_option(option, value, path)
   if type(value) ~= 'table' then
     H.fail(path, 'a table', value)
   end
+  if option.fields and next(value) ~= nil and vim.islist(value) then -- a list took the defaults' place
+    H.fail(path, 'a table of options', value)
+  end
   if option.fields then
     return H.validate(option.fields, value, path .. '.')
   end
@@ -412,15 +429,17 @@ end
 ---@param key any
 ---@param fields table<string, gemini_companion.Option>
 function H.warn_unknown(prefix, key, fields)
-  local nearest, best = nil, math.huge
+  local typed, nearest, best = tostring(key), nil, math.huge
   for name in pairs(fields) do
-    local distance = H.distance(tostring(key), name)
-    if distance < best or (distance == best and name < nearest) then
+    -- Lengths too far apart are no typo (the distance is at least that), and cost #typed * #name.
+    local distance = math.abs(#typed - #name) <= math.max(2, #name / 2) and H.distance(typed, name) or math.huge
+    if distance < best or (distance == best and distance < math.huge and name < nearest) then
       nearest, best = name, distance
     end
   end
   local hint = nearest and best <= math.max(2, #nearest / 2) and (' (did you mean %s%s?)'):format(prefix, nearest) or ''
-  message.notify(('unknown option %s%s ignored%s'):format(prefix, tostring(key), hint), 'warn')
+  local shown = #typed > 80 and typed:sub(1, 80) .. '…' or typed
+  message.notify(('unknown option %s%s ignored%s'):format(prefix, shown, hint), 'warn')
 end
 
 --- Edit distance (insert, delete, substitute, swap two neighbours): how far a typo is from a key.

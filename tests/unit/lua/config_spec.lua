@@ -134,6 +134,41 @@ return {
     fails_with({ terminal = { tmux = { size = 'big' } } }, 'option terminal.tmux.size')
     fails_with({ terminal = { external = { cmd = 'kitty' } } }, 'option terminal.external.cmd')
   end,
+  an_agents_env_holds_strings_only = function() -- a boolean there broke `:Gemini` with a traceback
+    fails_with({ agents = { x = { cmd = { 'x' }, env = { GEMINI_CLI_HOME = true } } } }, 'option agents.x.env')
+    fails_with({ agents = { x = { cmd = { 'x' }, env = { 'FOO=1' } } } }, 'option agents.x.env')
+    fails_with({ agents = { x = { cmd = { 'x' }, env = { FOO = {} } } } }, 'option agents.x.env')
+    config.set({ agents = { x = { cmd = { 'x' }, env = { FOO = '1', BAR = 2 } } } }) -- a number is its digits there
+    assert(config.options.agents.x.env.FOO == '1' and config.options.agents.x.env.BAR == 2)
+  end,
+  numbers_are_finite = function() -- infinity passed as an integer, and the host's int() of it failed
+    fails_with({ changes = { max_turns = math.huge } }, 'option changes.max_turns: expected an integer >= 1')
+    fails_with({ context = { debounce_ms = math.huge } }, 'option context.debounce_ms')
+    fails_with({ terminal = { window = { size = math.huge } } }, 'option terminal.window.size: expected a number > 0')
+    fails_with({ terminal = { tmux = { size = math.huge } } }, 'option terminal.tmux.size')
+  end,
+  a_list_where_options_go_is_named_as_such = function() -- it blamed the first default it replaced
+    fails_with({ changes = { 1 } }, 'option changes: expected a table of options, got { 1 }')
+    fails_with({ terminal = { 'right' } }, 'option terminal: expected a table of options')
+    config.set({ changes = {} })
+    assert(config.options.changes.max_turns == 20)
+  end,
+  a_huge_unknown_key_is_named_short = function() -- it was named whole, after a distance of its length squared
+    local said = warnings_of({ [string.rep('x', 1024 * 1024)] = 1 })
+    assert(#said == 1 and #said[1].text < 200, #said[1].text)
+    assert(said[1].text:find('unknown option xxxx', 1, true))
+    assert(config.options.auto_start == true)
+  end,
+  an_empty_back_key_is_refused = function() -- it passed, and every agent's start then failed mapping it
+    fails_with({ terminal = { back = '' } }, 'option terminal.back: expected a key or false, got ""')
+    config.set({ terminal = { back = false } })
+    assert(config.options.terminal.back == false)
+  end,
+  lists_of_strings_hold_strings = function() -- a boolean in them failed only as an agent started
+    fails_with({ terminal = { external = { cmd = { 'kitty', true } } } }, 'option terminal.external.cmd')
+    fails_with({ workspace_folders = { '~/a', false } }, 'option workspace_folders')
+    config.set({ workspace_folders = { '~/a' }, terminal = { external = { cmd = { 'kitty', '{cmd}' } } } })
+  end,
   the_prefix_is_added_once = function()
     assert(message.prefixed('x') == 'gemini-companion: x')
     assert(message.prefixed(message.prefixed('x')) == 'gemini-companion: x')

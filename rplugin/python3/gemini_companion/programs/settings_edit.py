@@ -27,6 +27,8 @@ Python, outside the host.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -34,7 +36,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -488,12 +490,31 @@ def main(argv: list[str]) -> dict[str, Any]:
     verb, path, journal_path, *wanted = argv
     if verb not in ("enable", "disable"):
         raise Refused(f"unknown verb {verb!r}")
-    for _ in range(ATTEMPTS):
-        try:
-            return edit(verb, path, journal_path, wanted)
-        except Changed:
-            continue
+    with journal_lock(journal_path):
+        for _ in range(ATTEMPTS):
+            try:
+                return edit(verb, path, journal_path, wanted)
+            except Changed:
+                continue
     raise Refused(f"{path} kept changing while it was being edited (is a CLI saving it?): nothing was changed")
+
+
+@contextlib.contextmanager
+def journal_lock(journal_path: str) -> Iterator[None]:
+    """One edit at a time per journal: another Neovim's edit, between this one's reading of the
+    record and its writing, would be written over (its record lost). The lock is the journal's
+    folder (its parent before the first record): nothing is created, even by an edit refused."""
+    folder = os.path.dirname(journal_path)
+    try:
+        fd = os.open(folder if os.path.isdir(folder) else os.path.dirname(folder), os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield  # no folder to lock: no record yet to lose
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # an edit takes a second at most; Neovim's wait bounds it anyway
+        yield
+    finally:
+        os.close(fd)
 
 
 def edit(verb: str, path: str, journal_path: str, wanted: list[str]) -> dict[str, Any]:
