@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import codecs
+
 # Every way a selection could try to act: the paste's end and start markers, CSI/OSC/DCS sequences,
 # keys (^C ^D ^U ESC CR BEL BS NUL DEL), CRLF, C1 controls (8-bit CSI/OSC/NEL, as UTF-8 and as raw
 # bytes), bytes that are not UTF-8 (lone, surrogate, overlong, truncated), @references the CLIs
@@ -23,6 +25,14 @@ HOSTILE_LINES = [
 
 # A file name carrying the same kind of bytes (no NUL or slash can be in one).
 HOSTILE_NAME = b"evil\x1b[201~\r\x03\x15 \x1b]0;x\x07\n\t\xc2\x9b\xff @secret.txt.py"
+
+
+def _per_byte(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeDecodeError)
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+codecs.register_error("gemini_companion_per_byte", _per_byte)
 
 
 def shown(raw: bytes, one_line: bool = False) -> str:

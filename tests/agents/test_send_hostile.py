@@ -7,7 +7,6 @@ written here a second time, independently of the plugin's Lua (`shown`, `escaped
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 import subprocess
@@ -22,14 +21,6 @@ from agents.send_helpers import HOSTILE_LINES, HOSTILE_NAME, shown, snippet
 from conftest import HARNESS, TIMEOUT, Editor, Sandbox, wait_for
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
-
-
-def _per_byte(error: UnicodeError) -> tuple[str, int]:
-    assert isinstance(error, UnicodeDecodeError)
-    return "\ufffd" * (error.end - error.start), error.end
-
-
-codecs.register_error("gemini_companion_per_byte", _per_byte)
 
 
 def escaped(path: str) -> str:
