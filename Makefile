@@ -52,7 +52,7 @@ $(NODE_DIR)/node_modules/.installed: $(NODE_DIR)/package.json $(NODE_DIR)/packag
 demo: install $(VENV)/nvim-path
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) scripts/demo.py
 
-LUA := lua plugin tests/init.lua tests/unit/lua
+LUA := lua plugin tests/harness/init.lua tests/unit/lua
 STYLUA := $(NODE_DIR)/node_modules/.bin/stylua
 
 # What `make test` needs that no step here installs (scripts/need_tools.sh names each missing one
@@ -68,15 +68,15 @@ lint-tools:
 
 # Python: ruff and mypy. Lua: StyLua (from npm, with the test clients) and luacheck (Debian's lua-check).
 lint: lint-tools dev node
-	$(VENV)/bin/ruff check rplugin tests scripts
-	$(VENV)/bin/ruff format --check rplugin tests scripts
+	$(VENV)/bin/ruff check rplugin tests benchmarks scripts
+	$(VENV)/bin/ruff format --check rplugin tests benchmarks scripts
 	$(VENV)/bin/mypy
 	$(STYLUA) --check $(LUA)
 	luacheck -q $(LUA)
 
 format: dev node
-	$(VENV)/bin/ruff check --fix rplugin tests scripts
-	$(VENV)/bin/ruff format rplugin tests scripts
+	$(VENV)/bin/ruff check --fix rplugin tests benchmarks scripts
+	$(VENV)/bin/ruff format rplugin tests benchmarks scripts
 	$(STYLUA) $(LUA)
 
 test: tools dev node lint
@@ -87,15 +87,15 @@ test-unit: dev
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(VENV)/bin/pytest -q -p no:cacheprovider tests/unit
 
 bench: dev node
-	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench.py
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/bench.py
 
 # Side by side with nvim-gemini-companion (pure Lua), PEER=<its checkout>: nothing is fetched.
 bench-peers: dev node
-	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/bench_peers.py $(PEER)
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/bench_peers.py $(PEER)
 
 # A bounded busy run (SOAK_SECONDS, default 180) that fails if anything leaks.
 soak: dev node
-	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) tests/soak.py --seconds $${SOAK_SECONDS:-180}
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/soak.py --seconds $${SOAK_SECONDS:-180}
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules

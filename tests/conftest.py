@@ -26,7 +26,8 @@ from gemini_companion.contract import ENV_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
-INIT = TESTS / "init.lua"
+HARNESS = TESTS / "harness"  # what the tests run on: the init, the fake agent, the fake model, data
+INIT = HARNESS / "init.lua"
 NODE_DIR = TESTS / "node"
 PYLSP_BIN = str(Path(sys.executable).with_name("pylsp"))  # python-lsp-server, from the dev extras
 # How many setups start a language server: on FileType, for any buffer (nvim-lspconfig's legacy way).

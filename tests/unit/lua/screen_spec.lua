@@ -1,9 +1,9 @@
 -- What an agent's screen says (agents/attention/screen.lua), on screens of the real Gemini CLI
--- 0.61.0 and Qwen Code 0.24.4 captured under tmux with the scripted model (tests/data/screens/:
+-- 0.61.0 and Qwen Code 0.24.4 captured under tmux with the scripted model (tests/harness/data/screens/:
 -- the terminal buffer's lines, as attention.lua reads them). Pure Lua, no agent.
 local screen = require('gemini_companion.agents.attention.screen')
 
-local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h') .. '/data/screens'
+local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h') .. '/harness/data/screens'
 
 ---@param name string
 ---@return string[]

@@ -1,7 +1,7 @@
 --- What a CLI's screen says of its agent, for an agent whose hooks are not heard: read where the
 --- CLI draws each thing, never from text anywhere on the screen (the transcript, and the user's
 --- draft, may hold any words). The layouts of Gemini CLI 0.61.0 and Qwen Code 0.24.4, captured
---- from the real CLIs (tests/data/screens/):
+--- from the real CLIs (tests/harness/data/screens/):
 ---   * a dialog replaces the input box at the bottom. Gemini: a bordered box (`╭…╮ │ … │ ╰…╯`)
 ---     is the last thing on the screen, with its options (`● 1. Allow once`); its first line
 ---     names the tool (`? Shell  touch a.txt`). Qwen: no border; the tool's line (`? Shell … ←`),

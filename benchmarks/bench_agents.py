@@ -1,0 +1,241 @@
+"""Agent costs (a `make bench` section; run alone: .venv/bin/python benchmarks/bench_agents.py).
+
+- `:GeminiSend` of 200 lines -> the paste's end in the agent (tests/harness/fake_agent.py stamps its
+  arrival on CLOCK_MONOTONIC, which Neovim's vim.uv.hrtime() reads too).
+- `:Gemini` first call -> the CLI connected (listed in the status), for the real Qwen Code and
+  Gemini CLI, beside the command's own time in Neovim (the plugin's synchronous share) and the
+  CLI's own start in a plain terminal.
+- Toggling an agent window (hide or show, redrawn), native provider.
+- Cursor motion with an idle real agent on screen, against none (Neovim CPU).
+- Gemini CLI's start outside Neovim with and without what enable-cli writes into its user
+  settings (IDE mode, the editor tools' `${VAR:-}` entries, the turn hooks).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from bench_context import DRIVER
+from benchlib import Row, row
+
+from conftest import HARNESS, Editor, Sandbox, wait_for
+from harness.fake_model import FakeModel
+from harness.tui import (
+    E2E_TIMEOUT,
+    GEMINI_BIN,
+    NODE22,
+    QWEN_CLI,
+    READY,
+    gemini_settings,
+    kill_tmux,
+    qwen_settings,
+    terminal_env,
+)
+
+SEND_RUNS = 15
+TOGGLE_RUNS = 40
+START_RUNS = 3  # a CLI start takes seconds
+MOTIONS = 3000
+CLIS = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}
+
+SEND = """
+local t = vim.uv.hrtime()
+vim.cmd('1,200GeminiSend fake')
+return t
+"""
+TOGGLE = """
+local agents = require('gemini_companion.agents')
+local t = vim.uv.hrtime()
+agents.toggle('fake')
+vim.cmd('redraw')
+return (vim.uv.hrtime() - t) / 1e6
+"""
+
+
+def sandbox_with_model(base: Path) -> tuple[Sandbox, FakeModel]:
+    sandbox = Sandbox(base)
+    model = FakeModel([])
+    sandbox.env = terminal_env(sandbox, model.url)
+    gemini_settings(sandbox.home, ide_enabled=True)
+    qwen_settings(sandbox.home, ide_enabled=True)
+    return sandbox, model
+
+
+def agents_setup(sandbox: Sandbox) -> dict[str, Any]:
+    fake = {
+        "cmd": [sys.executable, str(HARNESS / "fake_agent.py")],
+        "env": {"FAKE_AGENT_LOG": str(sandbox.base / "agent.log"), "FAKE_AGENT_STAMP": str(sandbox.base / "stamp")},
+    }
+    agents = {"fake": fake, **{name: {"cmd": cmd} for name, cmd in CLIS.items()}}
+    return {"agents": agents, "default_agent": "fake", "cli_settings": "never"}
+
+
+def bench_send_and_toggle(base: Path) -> list[Row]:
+    sandbox, model = sandbox_with_model(base / "send")
+    stamp = sandbox.base / "stamp"
+    source = sandbox.project / "big.py"
+    source.write_text("".join(f"value_{i} = compute({i})  # line {i}\n" for i in range(200)))
+    editor = Editor(sandbox, setup=agents_setup(sandbox), args=[str(source)])
+    sends, toggles = [], []
+    try:
+        editor.wait_state("running")
+        editor.nvim.command("Gemini fake")
+        for _ in range(SEND_RUNS + 1):  # the first waits for the agent's first screen
+            stamp.unlink(missing_ok=True)
+            editor.nvim.command("wincmd p")
+            sent = editor.lua(SEND)
+            wait_for(lambda: stamp.exists() and stamp.read_text(), 60, "the paste in the agent")
+            sends.append((int(stamp.read_text()) - sent) / 1e6)
+        for _ in range(TOGGLE_RUNS):
+            toggles.append(editor.lua(TOGGLE))
+    finally:
+        editor.close()
+        model.close()
+    send = statistics.median(sends[1:])
+    toggle = statistics.median(toggles)
+    return [
+        row(":GeminiSend 200 lines -> in the agent's prompt", send, "ms", "<= 30", send <= 30),
+        row("toggling an agent window (hide or show, drawn)", toggle, "ms", "<= 5", toggle <= 5),
+    ]
+
+
+def plain_start_ms(sandbox: Sandbox, cli: str) -> float:
+    """The CLI alone: spawned in a plain tmux terminal (no Neovim) until its prompt shows."""
+    socket = sandbox.base / f"plain-{cli}.sock"
+    tmux = ["tmux", "-S", str(socket), "-f", "/dev/null"]
+    started = time.perf_counter()
+    subprocess.run([*tmux, "new-session", "-d", "-x", "200", "-y", "50", *CLIS[cli]], env=sandbox.env, check=True)
+    try:
+        wait_for(
+            lambda: READY in subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True).stdout,
+            E2E_TIMEOUT,
+            f"{cli}'s prompt",
+        )
+        return (time.perf_counter() - started) * 1000
+    finally:
+        kill_tmux(tmux)
+
+
+def bench_first_start(base: Path) -> list[Row]:
+    rows: list[Row] = []
+    for cli in CLIS:
+        connected, command, alone = [], [], []
+        for run in range(START_RUNS):
+            sandbox, model = sandbox_with_model(base / f"start-{cli}-{run}")
+            editor = Editor(sandbox, setup=agents_setup(sandbox))
+            try:
+                editor.wait_state("running")
+                started = time.perf_counter()
+                command.append(
+                    editor.lua(f"local t = vim.uv.hrtime() vim.cmd('Gemini {cli}') return (vim.uv.hrtime() - t) / 1e6")
+                )
+                wait_for(lambda e=editor: e.status()["clients"], E2E_TIMEOUT, f"{cli} connected")
+                connected.append((time.perf_counter() - started) * 1000)
+                alone.append(plain_start_ms(sandbox, cli))
+            finally:
+                editor.close()
+                model.close()
+        own, total, cli_alone = (statistics.median(v) for v in (command, connected, alone))
+        rows += [
+            row(f":Gemini {cli}: the command's own time in Neovim", own, "ms", "<= 200", own <= 200),
+            row(f":Gemini {cli} -> connected", total, "ms", "-", True),
+            row(f"  {cli} alone: spawn -> prompt, plain terminal", cli_alone, "ms", "-", True),
+        ]
+    return rows
+
+
+def cpu_per_motion(editor: Editor, n: int) -> float:
+    """Neovim's CPU per cursor motion that fired CursorMoved (with an agent's terminal redrawing
+    now and then, two motions may share one CursorMoved: counting per event keeps it fair)."""
+    editor.lua("_G.bench_motions(...)", n)
+    elapsed = wait_for(lambda: editor.lua("return _G.bench_done"), 300, "scripted motions")
+    return float(elapsed["cpu"]) / max(1, editor.lua("return _G.bench_moved"))
+
+
+def bench_motion_with_agent(base: Path) -> list[Row]:
+    """Neovim's CPU per cursor motion: no agent; `:Gemini qwen` on screen; hidden; and, for
+    scale, the same CLI in a plain `:terminal` split (what Neovim's terminal itself costs)."""
+    sandbox, model = sandbox_with_model(base / "motion")
+    source = sandbox.project / "big.py"
+    source.write_text("".join(f"value_{i} = compute({i})  # line {i}\n" for i in range(2000)))
+    editor = Editor(sandbox, setup=agents_setup(sandbox), args=[str(source)])
+
+    def measure() -> float:
+        editor.nvim.input("<C-\\><C-n>")  # out of a terminal's Terminal mode
+        editor.nvim.command(f"drop {source}")
+        wait_for(lambda: editor.lua("return vim.api.nvim_get_mode().mode") == "n", 30, "Normal mode")
+        return statistics.median(cpu_per_motion(editor, MOTIONS) for _ in range(3))
+
+    def settled(pid: int) -> None:  # a CLI keeps loading for seconds after it shows up
+        process = psutil.Process(pid)
+        wait_for(lambda: process.cpu_percent(interval=0.5) < 5, E2E_TIMEOUT, "the CLI idle")
+
+    try:
+        editor.wait_state("running")
+        editor.lua(DRIVER)
+        cpu_per_motion(editor, 500)  # warm up
+        none = measure()
+        editor.nvim.command("Gemini qwen")
+        wait_for(lambda: editor.status()["clients"], E2E_TIMEOUT, "qwen connected")
+        settled(editor.status()["agents"][0]["pid"])
+        shown = measure()
+        editor.lua("require('gemini_companion.agents').hide('qwen')")
+        hidden = measure()
+        editor.nvim.command(f"botright vsplit | terminal {' '.join(CLIS['qwen'])}")
+        settled(editor.lua("return vim.fn.jobpid(vim.bo.channel)"))
+        plain = measure()
+    finally:
+        editor.close()
+        model.close()
+    return [
+        row("cursor motion CPU, :Gemini qwen on screen / none", shown / none, "x", "-", True),
+        row("cursor motion CPU, :Gemini qwen hidden / none", hidden / none, "x", "<= 1.10", hidden / none <= 1.10),
+        row("cursor motion CPU, plain :terminal qwen / none", plain / none, "x", "-", True),
+        row("  :Gemini on screen / plain :terminal", shown / plain, "x", "<= 1.10", shown / plain <= 1.10),
+    ]
+
+
+def bench_outside_neovim(base: Path) -> list[Row]:
+    """What enable-cli writes must cost a CLI started outside Neovim nothing."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for run in range(START_RUNS):
+        for ide in (False, True):
+            sandbox, model = sandbox_with_model(base / f"outside-{run}-{ide}")
+            gemini_settings(sandbox.home, ide_enabled=False)
+            if ide:
+                editor = Editor(sandbox, setup={"auto_start": False})
+                editor.nvim.command("GeminiCompanion enable-cli gemini")
+                editor.close()
+            try:
+                times[ide].append(plain_start_ms(sandbox, "gemini"))
+            finally:
+                model.close()
+    off, on = statistics.median(times[False]), statistics.median(times[True])
+    return [
+        row("gemini outside Neovim, spawn -> prompt, settings as they were", off, "ms", "-", True),
+        row("  with enable-cli's IDE mode, tool entries, hooks", on, "ms", "~ before", on <= off * 1.1),
+    ]
+
+
+def run() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-agents-") as tmp:
+        base = Path(tmp)
+        return (
+            bench_send_and_toggle(base)
+            + bench_first_start(base)
+            + bench_motion_with_agent(base)
+            + bench_outside_neovim(base)
+        )
+
+
+if __name__ == "__main__":
+    from bench import print_table
+
+    print_table(run())
