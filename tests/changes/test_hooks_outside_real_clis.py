@@ -32,6 +32,7 @@ pytestmark = [
 
 WATCH_SECONDS = 5.0  # longer than the 3 s Gemini keeps a hook's notice up
 STATUS = re.compile(r"Thinking|esc to cancel")  # the model's spinner row: sampled at chance moments
+STEADY_FRAMES = 3  # 300 ms on screen
 
 
 def watch(tmux: list[str], env: dict[str, str], seconds: float) -> list[str]:
@@ -69,14 +70,17 @@ def outside_neovim(sandbox: Sandbox, name: str) -> list[str]:
 
 
 def lines_seen(frames: list[str], sandbox: Sandbox) -> set[str]:
-    """Every line any frame showed but the spinner row (its glyph, phrase and seconds depend on
-    when a frame was taken; a hook's notice is asserted apart), the sandbox's path named."""
-    seen = set()
+    """Every line that stayed on screen a moment (in STEADY_FRAMES frames or more) but the spinner
+    row (its glyph, phrase and seconds depend on when a frame was taken), the sandbox's path named.
+    A line drawn for less than that is the terminal catching up (a footer redrawn as the layout
+    settles, seen in one run and not the next); a hook's notice stays 3 s, 30 frames, and is
+    asserted apart besides."""
+    counts: dict[str, int] = {}
     for frame in frames:
-        for line in frame.replace(str(sandbox.base), "<sandbox>").splitlines():
+        for line in set(frame.replace(str(sandbox.base), "<sandbox>").splitlines()):
             if not STATUS.search(line):
-                seen.add(line.rstrip())
-    return seen
+                counts[line.rstrip()] = counts.get(line.rstrip(), 0) + 1
+    return {line for line, count in counts.items() if count >= STEADY_FRAMES}
 
 
 def test_geminis_turn_hooks_neither_run_nor_show_outside_neovim(editor_factory, sandbox: Sandbox):
