@@ -11,11 +11,12 @@ import json
 import os
 import socket
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import TIMEOUT, Editor, wait_for
+from conftest import ROOT, TIMEOUT, Editor, wait_for
 from gemini_companion.server import discovery
 from harness.mcp_raw import RawSession, initialize_request
 
@@ -294,6 +295,7 @@ def test_a_client_that_never_reads_does_not_starve_the_others(editor_factory, ge
 
 def test_motion_hammering_while_clients_open_and_close_diffs(tmp_path):
     """A short `make soak`: cursor and selections never stop while three clients cycle diffs."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # the soak itself, as `make soak` runs it
     from soak import soak
 
     result = soak(tmp_path, seconds=10)
