@@ -795,6 +795,31 @@ def test_only_an_explicit_yes_writes(editor_factory, key, written):
 # --- a running CLI and what disable-cli took out ---------------------------------------------------
 
 
+@contextlib.contextmanager
+def gemini_at_its_prompt(sandbox: Any) -> Iterator[Any]:
+    """The real `gemini` in a tmux pane of its own, outside Neovim (no model is asked), at its
+    prompt: yields `tmux(*args) -> stdout` for that pane's server."""
+    env = terminal_env(sandbox, "http://127.0.0.1:9")
+    socket = sandbox.base / "tmux.sock"
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True, env=env).stdout
+
+    tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(sandbox.project), str(GEMINI_BIN))
+    try:
+        wait_for(lambda: READY in tmux("capture-pane", "-p"), E2E_TIMEOUT, "Gemini's prompt")
+        yield tmux
+    finally:
+        kill_tmux(["tmux", "-S", str(socket)], env)
+
+
+def save_a_setting(tmux: Any) -> None:
+    """`/vim` in Gemini's prompt: it saves its settings (vimMode), writing back all it holds."""
+    tmux("send-keys", "-l", "/vim")
+    wait_for(lambda: "/vim" in tmux("capture-pane", "-p"), E2E_TIMEOUT, "the command typed")
+    tmux("send-keys", "Enter")
+
+
 @pytest.mark.e2e
 @pytest.mark.skipif(not tmux_available(), reason="tmux")
 def test_the_real_gemini_writes_back_what_disable_cli_took_out_when_it_saves_a_setting(sandbox):
@@ -804,26 +829,14 @@ def test_the_real_gemini_writes_back_what_disable_cli_took_out_when_it_saves_a_s
     settings = sandbox.home / ".gemini" / "settings.json"
     journal = sandbox.base / "journal.json"
     assert edit("enable", settings, journal, *WANT)["changes"]
-    env = terminal_env(sandbox, "http://127.0.0.1:9")  # no model is asked
-    socket = sandbox.base / "tmux.sock"
-
-    def tmux(*args: str) -> str:
-        return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True, env=env).stdout
-
-    tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(sandbox.project), str(GEMINI_BIN))
-    try:
-        wait_for(lambda: READY in tmux("capture-pane", "-p"), E2E_TIMEOUT, "Gemini's prompt")
+    with gemini_at_its_prompt(sandbox) as tmux:
         assert edit("disable", settings, journal)["changes"]
         assert "mcpServers" not in json.loads(settings.read_text())
-        tmux("send-keys", "-l", "/vim")
-        wait_for(lambda: "/vim" in tmux("capture-pane", "-p"), E2E_TIMEOUT, "the command typed")
-        tmux("send-keys", "Enter")
+        save_a_setting(tmux)
         saved = wait_for(
             lambda: "vimMode" in (text := settings.read_text()) and json.loads(text), E2E_TIMEOUT, "a save"
         )
         assert "neovim" in saved["mcpServers"] and saved["ide"]["enabled"] is True, saved
-    finally:
-        kill_tmux(["tmux", "-S", str(socket)], env)
 
 
 @pytest.mark.e2e
@@ -837,21 +850,9 @@ def test_the_real_gemini_reads_a_commented_file_enable_cli_edited(sandbox):
     settings.write_text("// my settings\n" + text + "\n/* end */\n")
     journal = sandbox.base / "journal.json"
     assert edit("enable", settings, journal, *WANT)["changes"]
-    env = terminal_env(sandbox, "http://127.0.0.1:9")  # no model is asked
-    socket = sandbox.base / "tmux.sock"
-
-    def tmux(*args: str) -> str:
-        return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True, env=env).stdout
-
-    tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(sandbox.project), str(GEMINI_BIN))
-    try:
-        wait_for(lambda: READY in tmux("capture-pane", "-p"), E2E_TIMEOUT, "Gemini's prompt")
-        tmux("send-keys", "-l", "/vim")
-        wait_for(lambda: "/vim" in tmux("capture-pane", "-p"), E2E_TIMEOUT, "the command typed")
-        tmux("send-keys", "Enter")
+    with gemini_at_its_prompt(sandbox) as tmux:
+        save_a_setting(tmux)
         wait_for(lambda: "vimMode" in settings.read_text(), E2E_TIMEOUT, "a save")
-    finally:
-        kill_tmux(["tmux", "-S", str(socket)], env)
     saved = settings.read_text()
     value = cli_reads(saved.encode())
     assert value["mcpServers"]["neovim"] == SERVER and value["ide"]["enabled"] is True, saved
