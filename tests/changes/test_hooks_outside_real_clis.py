@@ -70,17 +70,21 @@ def outside_neovim(sandbox: Sandbox, name: str) -> list[str]:
 
 
 def lines_seen(frames: list[str], sandbox: Sandbox) -> set[str]:
-    """Every line that stayed on screen a moment (in STEADY_FRAMES frames or more) but the spinner
-    row (its glyph, phrase and seconds depend on when a frame was taken), the sandbox's path named.
-    A line drawn for less than that is the terminal catching up (a footer redrawn as the layout
-    settles, seen in one run and not the next); a hook's notice stays 3 s, 30 frames, and is
-    asserted apart besides."""
+    """Every piece of text that stayed on screen a moment (in STEADY_FRAMES frames or more) but the
+    spinner row (its glyph, phrase and seconds depend on when a frame was taken), the sandbox's path
+    named. A piece is a run of text between gaps of three spaces or more: the footer lays its items
+    out in columns that move as items come and go (the MCP servers' count comes a moment after the
+    prompt, sooner in one run than the next). A piece drawn for less than STEADY_FRAMES is the
+    terminal catching up; a hook's notice stays 3 s, 30 frames, and is asserted apart besides."""
     counts: dict[str, int] = {}
     for frame in frames:
-        for line in set(frame.replace(str(sandbox.base), "<sandbox>").splitlines()):
+        pieces = set()
+        for line in frame.replace(str(sandbox.base), "<sandbox>").splitlines():
             if not STATUS.search(line):
-                counts[line.rstrip()] = counts.get(line.rstrip(), 0) + 1
-    return {line for line, count in counts.items() if count >= STEADY_FRAMES}
+                pieces.update(piece for piece in re.split(r"\s{3,}", line.strip()) if piece)
+        for piece in pieces:
+            counts[piece] = counts.get(piece, 0) + 1
+    return {piece for piece, count in counts.items() if count >= STEADY_FRAMES}
 
 
 def test_geminis_turn_hooks_neither_run_nor_show_outside_neovim(editor_factory, sandbox: Sandbox):
