@@ -25,7 +25,7 @@ import pynvim
 import pytest
 
 from conftest import ROOT, Editor, wait_for
-from gemini_companion.programs import settings_edit
+from gemini_companion.programs import jsonc, settings_edit, settings_file
 from harness.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, kill_tmux, terminal_env, tmux_available
 
 SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "programs" / "settings_edit.py"
@@ -222,7 +222,7 @@ def test_a_save_read_half_way_is_read_again_when_it_is_done(tmp_path, monkeypatc
         def the_save_ends(_seconds: float) -> None:
             settings.write_text(USERS)
 
-        monkeypatch.setattr(settings_edit.time, "sleep", the_save_ends)
+        monkeypatch.setattr(settings_file.time, "sleep", the_save_ends)
         out = settings_edit.main(["enable", str(settings), str(journal), "ide.enabled=true"])
         assert out["changes"] == ["ide.enabled: (absent) -> true"]
         assert json.loads(settings.read_text()) == {**json.loads(USERS), "ide": {"enabled": True}}
@@ -239,7 +239,7 @@ def no_new_file_beside(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
             raise PermissionError(13, "Permission denied")
         return mkstemp(**kwargs)
 
-    monkeypatch.setattr(settings_edit.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(settings_file.tempfile, "mkstemp", refused)
 
 
 @pytest.mark.parametrize("how", ["renamed", "in place"])
@@ -290,7 +290,7 @@ def test_written_in_place_the_file_holds_json_at_every_moment(tmp_path, monkeypa
     monkeypatch.setattr(settings_edit.os, "ftruncate", look_first)
     settings_edit.main(["disable", str(settings), str(journal)])
     assert settings.read_bytes() == original and seen and len(seen[0]) > len(original)
-    assert settings_edit.jsonc(seen[0].decode()) == {"theme": "x"} and seen[0].rstrip(b" ") == original
+    assert jsonc.jsonc(seen[0].decode()) == {"theme": "x"} and seen[0].rstrip(b" ") == original
 
 
 def test_a_save_while_the_edit_is_being_written_is_kept(tmp_path, monkeypatch):
@@ -672,11 +672,11 @@ def test_without_a_record_the_users_own_empty_objects_and_ide_mode_stay(editor_f
     )
     path.write_text(original)
     assert ed.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
-    enabled = json.loads(settings_edit.blank(path.read_text())[0])
+    enabled = json.loads(jsonc.blank(path.read_text())[0])
     assert enabled["mcpServers"] and enabled["hooks"]["BeforeAgent"], enabled
     (sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json").unlink()
     changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
-    value = json.loads(settings_edit.blank(path.read_text())[0])
+    value = json.loads(jsonc.blank(path.read_text())[0])
     assert value["mcpServers"] == {} and value["hooks"]["BeforeAgent"] == [], value
     assert value["ide"] == {"enabled": True, "hasSeenNudge": True}
     assert all(entries == [] for entries in value["hooks"].values()), value

@@ -308,9 +308,9 @@ def test_an_agent_gets_its_own_files_tokens_and_label(tmp_path, monkeypatch):
 
 
 def test_settings_spans_agree_with_json_on_any_text():
-    """settings_edit.parse reads where each value is (edits splice there): every span it gives
+    """jsonc.parse reads where each value is (edits splice there): every span it gives
     holds what json.loads reads at that place, for any spacing, escapes and nesting."""
-    from gemini_companion.programs import settings_edit
+    from gemini_companion.programs import jsonc
 
     rng = random.Random(11)
     spaces = [" ", "\t", "\n", "\r\n", "", "  ", "\n\n"]
@@ -335,7 +335,7 @@ def test_settings_spans_agree_with_json_on_any_text():
     def read(text: str) -> Any:  # objects as lists of pairs: duplicate keys each keep their value
         return json.loads(text, object_pairs_hook=list)
 
-    def agrees(text: str, node: settings_edit.Node, expected: Any) -> None:
+    def agrees(text: str, node: jsonc.Node, expected: Any) -> None:
         assert read(text[node.start : node.end]) == expected
         if node.kind == "object":
             assert [(key, read(text[child.start : child.end])) for key, _, _, child in node.members] == expected
@@ -350,14 +350,14 @@ def test_settings_spans_agree_with_json_on_any_text():
         text = space() + value(0) + space()
         if not text.strip().startswith("{"):
             continue
-        agrees(text, settings_edit.parse(text), read(text))
+        agrees(text, jsonc.parse(text), read(text))
 
 
 def test_settings_spans_agree_with_the_clis_reading_of_comments():
     """With comments anywhere (issue 31): `blank` reads what the CLIs' own strip-json-comments
     (3.1.1, in both bundles) reads, valid or not, and every span parse gives on it holds, in the
     user's text itself, what the CLI reads at that place."""
-    from gemini_companion.programs import settings_edit
+    from gemini_companion.programs import jsonc, settings_doc, settings_errors, settings_operations
 
     node = Path(__file__).parents[1] / "node"
     if not (node / "node_modules" / "strip-json-comments").is_dir():
@@ -402,8 +402,8 @@ def test_settings_spans_agree_with_the_clis_reading_of_comments():
     def read(text: str) -> Any:
         return json.loads(text, object_pairs_hook=list)
 
-    def agrees(text: str, blanked: str, node: settings_edit.Node, expected: Any) -> None:
-        assert read(settings_edit.blank(text[node.start : node.end])[0]) == expected
+    def agrees(text: str, blanked: str, node: jsonc.Node, expected: Any) -> None:
+        assert read(jsonc.blank(text[node.start : node.end])[0]) == expected
         if node.kind == "object":
             for (key, key_start, key_end, child), (expected_key, item) in zip(node.members, expected, strict=True):
                 assert json.loads(text[key_start:key_end]) == key == expected_key
@@ -448,36 +448,36 @@ def test_settings_spans_agree_with_the_clis_reading_of_comments():
     hook = {"hooks": [{"type": "command", "command": "x"}]}
 
     def comments_in(text: str) -> list[str]:
-        return [text[start:end] for start, end in sorted(settings_edit.blank(text)[1].items())]
+        return [text[start:end] for start, end in sorted(jsonc.blank(text)[1].items())]
 
     def round_trip(text: str) -> None:
         """Enabled, then taken back: the same bytes; taken out without a record: every comment stays."""
-        doc, record = settings_edit.Doc(text), {}
+        doc, record = settings_doc.Doc(text), {}
         for name, value in [("ide.enabled", True), ("mcpServers.neovim", {"u": 1}), ("k.ide", 1)]:
             try:
-                settings_edit.assign(doc, record, name, value)
-            except settings_edit.Refused:  # k is no object
+                settings_operations.assign(doc, record, name, value)
+            except settings_errors.Refused:  # k is no object
                 pass
-        settings_edit.append(doc, record, "hooks.BeforeAgent", hook)
+        settings_operations.append(doc, record, "hooks.BeforeAgent", hook)
         enabled = doc.text
-        assert settings_edit.jsonc(enabled)["ide"] == {"enabled": True}
-        settings_edit.take_back(doc, record)
+        assert jsonc.jsonc(enabled)["ide"] == {"enabled": True}
+        settings_operations.take_back(doc, record)
         assert doc.text == text
         # The user comments in our entries since: taken out, they leave each comment
         enabled = enabled.replace('"u":', '/* in */ "u":', 1).replace('"command": "x"', '"command": "x" // c\n', 1)
-        bare = settings_edit.Doc(enabled)
+        bare = settings_doc.Doc(enabled)
         bare.remove_item(["hooks", "BeforeAgent"], hook, None, every=True)
         bare.remove_key(["mcpServers", "neovim"], None)
         bare.remove_key(["k", "ide"], None)
-        assert settings_edit.jsonc(bare.text)["mcpServers"] == {}
+        assert jsonc.jsonc(bare.text)["mcpServers"] == {}
         assert sorted(comments_in(bare.text)) == sorted(comments_in(enabled))
 
     refused = 0
     for text, theirs in zip(texts, json.loads(run.stdout), strict=True):
-        blanked, _ = settings_edit.blank(text)
+        blanked, _ = jsonc.blank(text)
         assert len(blanked) == len(text)  # every value stays where it is
         try:
-            ours = settings_edit.jsonc(text)
+            ours = jsonc.jsonc(text)
         except ValueError:
             assert theirs is None, text
             refused += 1
@@ -485,7 +485,7 @@ def test_settings_spans_agree_with_the_clis_reading_of_comments():
         assert theirs is not None, text
         assert ours == json.loads(theirs)
         # JSON.stringify keeps the last of duplicate keys: compare the spans with Python's own reading
-        agrees(text, blanked, settings_edit.parse(blanked), read(blanked))
+        agrees(text, blanked, jsonc.parse(blanked), read(blanked))
         if len(text) % 3 == 0:  # a third: the unit tests stay fast
             round_trip(text)
     assert 50 < refused < 600
