@@ -8,9 +8,11 @@
 --- others: see `:h gemini-companion-agents`).
 --- The variable names our file only while the server runs and the file holds what it offers (a
 --- Qwen reads it once, as it starts: one started before would never get the tools); else what
---- Neovim started with. The file holds the server's token: one a killed Neovim left is swept.
+--- Neovim started with. The file holds the server's token: one a killed Neovim left is swept
+--- (qwen_defaults/sweep.lua).
 local env = require('gemini_companion.env')
 local json_file = require('gemini_companion.json_file')
+local sweep = require('gemini_companion.agents.qwen_defaults.sweep')
 
 local M = {}
 
@@ -60,62 +62,6 @@ local function folder()
   return run .. '/gemini-companion'
 end
 
---- A process's state letter and start (clock ticks since boot) from /proc; nil without procfs
---- (which reports size 0: files.read would read nothing; it never waits).
----@param pid integer
----@return string? state, string? start
-local function proc_stat(pid)
-  local fd = vim.uv.fs_open(('/proc/%d/stat'):format(pid), 'r', 0)
-  if not fd then
-    return nil
-  end
-  local raw = vim.uv.fs_read(fd, 4096, 0) or ''
-  vim.uv.fs_close(fd)
-  local fields = vim.split(raw:match('^.*%) (.*)$') or '', ' ', { plain = true }) -- after the name
-  return fields[1], fields[20]
-end
-
---- Does the Neovim that wrote a file (its PID and start) still run? Like discovery.pid_alive: a
---- zombie does not, nor a process that took its PID since.
----@param pid integer
----@param start string? '' or nil: the writer's start is unknown (no procfs, an earlier name)
----@return boolean
-local function alive(pid, start)
-  local ok, err = vim.uv.kill(pid, 0)
-  if not ok and err and err:find('ESRCH', 1, true) then
-    return false
-  end
-  local state, now = proc_stat(pid)
-  if not state then
-    return not vim.uv.fs_stat('/proc/self') -- gone in between, or no procfs: kill() is all we know
-  end
-  return not state:find('^[ZXx]') and (start == nil or start == '' or start == now)
-end
-
-local swept = false
-
---- Remove the files of Neovims that no longer run (a SIGKILL leaves them): only our regular
---- files in our own folder, never through a link.
----@param dir string
-local function sweep(dir)
-  swept = true
-  local stat = vim.uv.fs_lstat(dir)
-  if not (stat and stat.type == 'directory' and stat.uid == vim.uv.getuid()) then
-    return
-  end
-  for name, kind in vim.fs.dir(dir) do
-    local pid, start = name:match('^qwen%-system%-defaults%-(%d+)%-?(%d*)%.json$')
-    pid = tonumber(pid)
-    if kind == 'file' and pid and pid ~= vim.fn.getpid() and not alive(pid, start) then
-      local path = dir .. '/' .. name
-      local file = vim.uv.fs_lstat(path)
-      if file and file.type == 'file' and file.uid == vim.uv.getuid() then
-        vim.uv.fs_unlink(path)
-      end
-    end
-  end
-end
-
 --- Terminals opened from now on see what Neovim started with; our file is removed.
 local function withdraw()
   if M.path then
@@ -156,10 +102,8 @@ local function write()
   end
   local dir = folder()
   vim.fn.mkdir(dir, 'p', tonumber('700', 8))
-  if not swept then
-    sweep(dir)
-  end
-  local _, start = proc_stat(vim.fn.getpid())
+  sweep.once(dir)
+  local start = sweep.start(vim.fn.getpid())
   local path = ('%s/qwen-system-defaults-%d-%s.json'):format(dir, vim.fn.getpid(), start or '')
   local ok, err = require('gemini_companion.files').write(path, vim.json.encode(merged), tonumber('600', 8))
   if not ok then
