@@ -17,29 +17,29 @@ import pytest
 
 from conftest import nvim_binary
 from gemini_companion.context import context
-from gemini_companion.review import diff
+from gemini_companion.review import review
 from gemini_companion.server import access, discovery, launch, mcp_server
 
 
 @pytest.mark.parametrize("content", ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\r\nb\n", "\n\n", "é\r\n漢\r\n", "x\r"])
 def test_split_gives_back_exactly_the_content(content):
-    parts = diff._split(content)
+    parts = review._split(content)
     assert parts["text"] + (parts["eol"] if parts["final_newline"] else "") == content
     assert parts["eol"] == ("\r\n" if content.count("\r\n") and content.count("\r\n") == content.count("\n") else "\n")
 
 
 def _first_change_by_lines(original: str, proposal: str) -> int:
     """The obvious definition: both texts split into lines, the first pair that differs."""
-    old, new = diff._split(original), diff._split(proposal)
+    old, new = review._split(original), review._split(proposal)
     a, b = old["text"].split(old["eol"]), new["text"].split(new["eol"])
     first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     return max(1, min(first + 1, len(b)))
 
 
 def test_first_change_points_at_the_first_differing_line():
-    assert diff._first_change(diff._split("a\nb\nc\n"), diff._split("a\nB\nc\n")) == 2
-    assert diff._first_change(diff._split("a\n"), diff._split("a\nb\n")) == 2
-    assert diff._first_change(diff._split("a\n"), diff._split("a\n")) == 1
+    assert review._first_change(review._split("a\nb\nc\n"), review._split("a\nB\nc\n")) == 2
+    assert review._first_change(review._split("a\n"), review._split("a\nb\n")) == 2
+    assert review._first_change(review._split("a\n"), review._split("a\n")) == 1
 
 
 def test_first_change_agrees_with_comparing_line_by_line():
@@ -54,14 +54,14 @@ def test_first_change_agrees_with_comparing_line_by_line():
         )
         if rng.random() < 0.3:
             proposal = proposal.replace("\r\n", "\n") if rng.random() < 0.5 else proposal.replace("\n", "\r\n")
-        got = diff._first_change(diff._split(original), diff._split(proposal))
+        got = review._first_change(review._split(original), review._split(proposal))
         assert got == _first_change_by_lines(original, proposal), (original, proposal)
         common = next((i for i, (x, y) in enumerate(zip(original, proposal, strict=False)) if x != y), None)
         common = min(len(original), len(proposal)) if common is None else common
-        assert diff._common_prefix(original, proposal, block=3) == common, (original, proposal)
+        assert review._common_prefix(original, proposal, block=3) == common, (original, proposal)
     big = "".join(f"line {n}\n" for n in range(50_000))
     changed = big.replace("line 31337\n", "line 31337 changed\n")
-    assert diff._first_change(diff._split(big), diff._split(changed)) == 31338
+    assert review._first_change(review._split(big), review._split(changed)) == 31338
 
 
 @pytest.mark.parametrize(
@@ -69,8 +69,8 @@ def test_first_change_agrees_with_comparing_line_by_line():
     [("", "empty"), ("rel/x.py", "absolute"), ("/a/../b", ".."), ("/a/\x00b", "control"), ("/a\nb", "control")],
 )
 def test_hostile_paths_are_refused_with_a_reason(path, reason):
-    with pytest.raises(diff.DiffError, match=reason):
-        diff._check_path(path)
+    with pytest.raises(review.ReviewError, match=reason):
+        review._check_path(path)
 
 
 def test_context_is_validated_and_copied_clean():
@@ -238,7 +238,7 @@ def test_json_rpc_errors_are_answered_and_the_session_survives():
 
 
 def test_settings_edit_keeps_order_layout_and_mode_and_undoes_exactly(tmp_path):
-    script = Path(diff.__file__).parents[1] / "programs" / "settings_edit.py"
+    script = Path(review.__file__).parents[1] / "programs" / "settings_edit.py"
     settings, journal = tmp_path / "settings.json", tmp_path / "journal.json"
     original = {"zeta": {}, "ide": {"hasSeenNudge": False}, "alpha": None, "list": []}
     settings.write_text(json.dumps(original, indent=2) + "\n")

@@ -67,29 +67,29 @@ function M.reload_after_write(path)
   end)
 end
 
---- Stat the file every second and call `on_change(diff)` (on the main loop) when its version
+--- Stat the file every second and call `on_change(review)` (on the main loop) when its version
 --- changed. Not uv's fs_poll: its first stat is taken asynchronously, so a change right after
 --- opening could become its baseline.
----@param diff gemini_companion.Diff
----@param on_change fun(diff: gemini_companion.Diff)
-function M.watch(diff, on_change)
+---@param review gemini_companion.Review
+---@param on_change fun(review: gemini_companion.Review)
+function M.watch(review, on_change)
   local last ---@type string?
-  diff.poll = vim.uv.new_timer()
-  if not diff.poll then
+  review.poll = vim.uv.new_timer()
+  if not review.poll then
     return
   end
-  diff.poll:start(1000, 1000, function()
-    vim.uv.fs_stat(diff.path, function(_, st)
+  review.poll:start(1000, 1000, function()
+    vim.uv.fs_stat(review.path, function(_, st)
       local now = M.stat_signature(st)
       if now == last then
         return
       end
       last = now
       vim.schedule(function()
-        if diff.done then
+        if review.done then
           return
         end
-        on_change(diff)
+        on_change(review)
       end)
     end)
   end)

@@ -11,57 +11,57 @@ local H = {}
 
 local global_group ---@type integer?
 
----@param diff gemini_companion.Diff
-function M.attach(diff)
+---@param review gemini_companion.Review
+function M.attach(review)
   local function on(events, buf, callback)
-    vim.api.nvim_create_autocmd(events, { group = diff.group, buffer = buf, callback = callback })
+    vim.api.nvim_create_autocmd(events, { group = review.group, buffer = buf, callback = callback })
   end
-  on('BufWriteCmd', diff.proposal, function()
-    H.on_write(diff)
+  on('BufWriteCmd', review.proposal, function()
+    H.on_write(review)
   end)
-  for _, buf in ipairs({ diff.proposal, diff.original }) do
+  for _, buf in ipairs({ review.proposal, review.original }) do
     on('BufReadCmd', buf, function()
-      H.on_read(diff, buf)
+      H.on_read(review, buf)
     end)
     on('BufFilePost', buf, function()
-      H.on_rename(diff, buf)
+      H.on_rename(review, buf)
     end)
   end
   -- `:q` in the proposal's window, or a window of the review tab closed from inside it
   -- (`:close`, `:tabclose`, `:only`): on purpose. From elsewhere (`:tabonly`): a side effect.
-  on('QuitPre', diff.proposal, function()
-    diff.closing = 'close'
+  on('QuitPre', review.proposal, function()
+    review.closing = 'close'
   end)
   vim.api.nvim_create_autocmd('WinClosed', {
-    group = diff.group,
+    group = review.group,
     callback = function(ev)
       local win = tonumber(ev.match)
-      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == diff.proposal then
-        diff.closing = diff.closing or (vim.api.nvim_get_current_tabpage() == diff.tab and 'close' or 'side')
+      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == review.proposal then
+        review.closing = review.closing or (vim.api.nvim_get_current_tabpage() == review.tab and 'close' or 'side')
       end
     end,
   })
   -- Decided once the command is done: `:e!` unloads and reloads in place.
-  on({ 'BufWinLeave', 'BufUnload' }, diff.proposal, function(ev)
-    if ev.event == 'BufUnload' and not diff.closing then
-      diff.closing = 'close' -- `:bd!`, `:bw`, `:q!`: the buffer itself was removed on purpose
+  on({ 'BufWinLeave', 'BufUnload' }, review.proposal, function(ev)
+    if ev.event == 'BufUnload' and not review.closing then
+      review.closing = 'close' -- `:bd!`, `:bw`, `:q!`: the buffer itself was removed on purpose
     end
     vim.schedule(function()
-      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(diff.proposal) then
-        diff.closing = nil -- reloaded (`:e!`), not removed
+      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(review.proposal) then
+        review.closing = nil -- reloaded (`:e!`), not removed
         return
       end
-      H.on_hidden(diff)
+      H.on_hidden(review)
     end)
   end)
 end
 
---- Autocommands for all diffs: the user's window, quit commands, and no LSP on review buffers.
+--- Autocommands for all reviews: the user's window, quit commands, and no LSP on review buffers.
 function M.track()
   if global_group then
     return
   end
-  global_group = vim.api.nvim_create_augroup('gemini_companion_diffs', { clear = true })
+  global_group = vim.api.nvim_create_augroup('gemini_companion_reviews', { clear = true })
   write_origin.track(global_group)
   -- Review buffers are not files: no diagnostics on them, no rename edits into them.
   vim.api.nvim_create_autocmd('LspAttach', {
@@ -77,11 +77,11 @@ function M.track()
 end
 
 --- `:w file`, `:w! file`, `:saveas file`: write a copy of the proposal, as Vim would.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param target string
-function H.write_copy(diff, target)
+function H.write_copy(review, target)
   local path = vim.fn.fnamemodify(target, ':p')
-  if (vim.uv.fs_realpath(path) or path) == diff.path then
+  if (vim.uv.fs_realpath(path) or path) == review.path then
     message.notify(
       ('%s is the file under review: :w accepts the proposal, :GeminiAccept! when it is stale or orphaned'):format(
         view.display(path)
@@ -90,48 +90,48 @@ function H.write_copy(diff, target)
     )
     return
   end
-  if not lifecycle.write_proposal(diff, path, true) then
+  if not lifecycle.write_proposal(review, path, true) then
     return
   end
   message.notify(('wrote a copy of the proposal to %s (the proposal is still in review)'):format(view.display(path)))
 end
 
----@param diff gemini_companion.Diff
-function H.on_write(diff)
+---@param review gemini_companion.Review
+function H.on_write(review)
   local target = vim.fn.expand('<amatch>')
-  if target ~= diff.names.proposal then -- `:saveas` has renamed the buffer by now: the stored name
-    H.write_copy(diff, target)
+  if target ~= review.names.proposal then -- `:saveas` has renamed the buffer by now: the stored name
+    H.write_copy(review, target)
     return
   end
   local why = write_origin.why_not_the_users()
   if why then
     local text = 'the proposal for %s was not accepted (%s): use :w in its window, or :GeminiAccept'
-    message.notify(text:format(view.display(diff.path), why), 'warn')
+    message.notify(text:format(view.display(review.path), why), 'warn')
     return
   end
-  lifecycle.accept(diff, false)
+  lifecycle.accept(review, false)
 end
 
 --- `:e!` (or `:bufdo e!`) in a review buffer: back to the agent's proposal / the file's text.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param buf integer
-function H.on_read(diff, buf)
-  if buf == diff.proposal then
-    lifecycle.set_proposal(diff, diff.proposed)
+function H.on_read(review, buf)
+  if buf == review.proposal then
+    lifecycle.set_proposal(review, review.proposed)
   else
-    view.set_text(diff.original, diff.current)
+    view.set_text(review.original, review.current)
   end
   vim.cmd('diffupdate')
 end
 
 --- `:saveas x` or `:file x` renamed the proposal: a proposal keeps its name (`:saveas` then
 --- writes a copy), and the alternate buffer Vim made of the old name goes.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param buf integer
-function H.on_rename(diff, buf)
+function H.on_rename(review, buf)
   vim.schedule(function() -- once `:saveas` is done with the buffer (and has written the copy)
-    local want = buf == diff.proposal and diff.names.proposal or diff.names.original
-    if diff.done or not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_buf_get_name(buf) == want then
+    local want = buf == review.proposal and review.names.proposal or review.names.original
+    if review.done or not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_buf_get_name(buf) == want then
       return
     end
     local taken = vim.api.nvim_buf_get_name(buf)
@@ -144,26 +144,26 @@ end
 
 --- The proposal lost its window. Closing it on purpose rejects it; an edited proposal
 --- that went as a side effect of another command comes back instead of losing the edits.
----@param diff gemini_companion.Diff
-function H.on_hidden(diff)
-  if diff.done or #vim.fn.win_findbuf(diff.proposal) > 0 then
+---@param review gemini_companion.Review
+function H.on_hidden(review)
+  if review.done or #vim.fn.win_findbuf(review.proposal) > 0 then
     return -- shown again already (`:e!` reloads in place)
   end
-  local closing = diff.closing
-  diff.closing = nil
-  if closing == 'close' or not lifecycle.edited(diff) or vim.v.exiting ~= vim.NIL then
-    lifecycle.reject(diff)
+  local closing = review.closing
+  review.closing = nil
+  if closing == 'close' or not lifecycle.edited(review) or vim.v.exiting ~= vim.NIL then
+    lifecycle.reject(review)
     return
   end
   -- The original's windows left behind (`:enew` in the proposal's window) go with it.
-  for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
+  for _, win in ipairs(vim.fn.win_findbuf(review.original)) do
     pcall(vim.api.nvim_win_close, win, true)
   end
-  view.show(diff, true)
-  local tab = vim.api.nvim_tabpage_get_number(diff.tab)
+  view.show(review, true)
+  local tab = vim.api.nvim_tabpage_get_number(review.tab)
   message.notify(
     ('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(
-      view.display(diff.path),
+      view.display(review.path),
       tab
     ),
     'warn'

@@ -1,6 +1,6 @@
 --- The review tab for an agent's proposed edit: the file as it is (read-only) beside the
 --- proposal (editable). The Python side owns the protocol and reads files; this side owns
---- windows and buffers and reports each diff's outcome once.
+--- windows and buffers and reports each review's outcome once.
 ---
 --- The rules (`:h gemini-companion-diff` has them as a table):
 --- - A proposal is an unsaved buffer ('modified' from the start), so every command that
@@ -39,32 +39,32 @@ local view = require('gemini_companion.review.view')
 local M = {}
 local H = {}
 
---- Open a diff (called by the Python side). On failure the diff is rejected, so the
+--- Open a review (called by the Python side). On failure it is rejected, so the
 --- agent does not wait for an answer that never comes.
----@param spec gemini_companion.DiffSpec
+---@param spec gemini_companion.ReviewSpec
 function M.open(spec)
   local ok, err = pcall(H.open, spec)
   if not ok then
     message.notify(('could not open the diff for %s: %s'):format(view.display(spec.path), err), 'error')
-    local diff = lifecycle.live(spec.id)
-    if diff and not diff.done then
-      lifecycle.reject(diff)
-    elseif not diff then
-      host.notify('diff_rejected', { id = spec.id })
+    local review = lifecycle.live(spec.id)
+    if review and not review.done then
+      lifecycle.reject(review)
+    elseif not review then
+      host.notify('review_rejected', { id = spec.id })
     end
   end
 end
 
---- Close a diff without an outcome (closeDiff); returns the proposal's text.
+--- Close a review without an outcome (closeDiff); returns the proposal's text.
 ---@param id integer
 ---@return string?
 function M.close(id)
-  local diff = lifecycle.live(id)
-  if not diff then
+  local review = lifecycle.live(id)
+  if not review then
     return nil
   end
-  local content = lifecycle.proposal_text(diff)
-  lifecycle.finish(diff, 'closed')
+  local content = lifecycle.proposal_text(review)
+  lifecycle.finish(review, 'closed')
   return content
 end
 
@@ -80,95 +80,95 @@ end
 ---@param why? string
 function M.close_all(ids, why)
   for _, id in ipairs(ids) do
-    local diff = lifecycle.live(id)
-    if diff and why and lifecycle.edited(diff) then
-      lifecycle.orphan(diff, why)
-    elseif diff then
-      lifecycle.finish(diff, 'closed')
+    local review = lifecycle.live(id)
+    if review and why and lifecycle.edited(review) then
+      lifecycle.orphan(review, why)
+    elseif review then
+      lifecycle.finish(review, 'closed')
     end
   end
 end
 
---- The file changed on disk while its diff was open: show its new content.
+--- The file changed on disk while its review was open: show its new content.
 ---@param id integer
 ---@param original (gemini_companion.Text|{is_new: boolean})|nil
 ---@param problem string? Why the file cannot be shown any more.
 function M.original_changed(id, original, problem)
-  local diff = lifecycle.live(id)
-  if not diff then
+  local review = lifecycle.live(id)
+  if not review then
     return
   end
-  lifecycle.check_stale(diff)
+  lifecycle.check_stale(review)
   if original == nil or original == vim.NIL then
-    diff.stale = ('the file cannot be read any more (%s)'):format(problem or '?')
-    view.set_headers(diff)
+    review.stale = ('the file cannot be read any more (%s)'):format(problem or '?')
+    view.set_headers(review)
     message.notify(
-      ('%s changed on disk and cannot be shown: %s'):format(view.display(diff.path), problem or '?'),
+      ('%s changed on disk and cannot be shown: %s'):format(view.display(review.path), problem or '?'),
       'warn'
     )
     return
   end
-  diff.current = view.split(original)
-  diff.is_new = original.is_new
-  view.set_text(diff.original, diff.current)
-  view.set_headers(diff)
-  message.notify(('%s changed on disk: the diff now shows its new content'):format(view.display(diff.path)), 'warn')
+  review.current = view.split(original)
+  review.is_new = original.is_new
+  view.set_text(review.original, review.current)
+  view.set_headers(review)
+  message.notify(('%s changed on disk: the diff now shows its new content'):format(view.display(review.path)), 'warn')
 end
 
 --- The open review of `path`, if any: the live one, else the oldest orphan.
 ---@param path string
----@return gemini_companion.Diff?
+---@return gemini_companion.Review?
 function M.find(path)
   local found = lifecycle.ordered(path)
-  for _, diff in ipairs(found) do
-    if not diff.orphaned then
-      return diff
+  for _, review in ipairs(found) do
+    if not review.orphaned then
+      return review
     end
   end
   return found[1]
 end
 
---- Paths of the open diffs, oldest first.
+--- Paths of the open reviews, oldest first.
 ---@return string[]
 function M.files()
   return H.paths()
 end
 
---- Paths of the orphaned diffs.
+--- Paths of the orphaned reviews.
 ---@return string[]
 function M.orphaned()
-  return H.paths(function(diff)
-    return diff.orphaned ~= nil
+  return H.paths(function(review)
+    return review.orphaned ~= nil
   end)
 end
 
---- Accept a diff's proposal as it is now (:GeminiAccept[!]).
+--- Accept a review's proposal as it is now (:GeminiAccept[!]).
 ---@param file? string
 ---@param force? boolean `!`: also when the file changed on disk; write an orphaned proposal.
 function M.accept(file, force)
-  local diff = target.pick(file)
-  if diff then
-    lifecycle.accept(diff, force == true)
+  local review = target.pick(file)
+  if review then
+    lifecycle.accept(review, force == true)
   end
 end
 
---- Reject a diff (:GeminiReject).
+--- Reject a review (:GeminiReject).
 ---@param file? string
 function M.reject(file)
-  local diff = target.pick(file)
-  if diff then
-    lifecycle.reject(diff)
+  local review = target.pick(file)
+  if review then
+    lifecycle.reject(review)
   end
 end
 
---- A `gemini://` buffer read with no live diff behind it (a restored session, a typed
+--- A `gemini://` buffer read with no live review behind it (a restored session, a typed
 --- name): it has nothing to show, so it goes, with its windows and an emptied tab.
 ---@param buf integer
 function M.read_stray(buf)
   stray.read(buf)
 end
 
---- Wipe `gemini://` buffers no diff owns, and tabs left with nothing but them.
+--- Wipe `gemini://` buffers no review owns, and tabs left with nothing but them.
 function M.sweep_stray()
   stray.sweep()
 end
@@ -183,47 +183,47 @@ function M.complete(lead)
   end, names)
 end
 
---- For tests and statuslines: buffers, tab and state of the diff for `path`.
+--- For tests and statuslines: buffers, tab and state of the review for `path`.
 ---@param path string
 ---@return {tab: integer, original: integer, proposal: integer, orphaned: string?, stale: string?, edited: boolean}?
 function M.info(path)
-  local diff = M.find(path)
-  if diff then
+  local review = M.find(path)
+  if review then
     return {
-      tab = diff.tab,
-      original = diff.original,
-      proposal = diff.proposal,
-      orphaned = diff.orphaned,
-      stale = diff.stale,
-      edited = lifecycle.edited(diff),
+      tab = review.tab,
+      original = review.original,
+      proposal = review.proposal,
+      orphaned = review.orphaned,
+      stale = review.stale,
+      edited = lifecycle.edited(review),
     }
   end
 end
 
----@param spec gemini_companion.DiffSpec
+---@param spec gemini_companion.ReviewSpec
 function H.open(spec)
   H.replace_older(spec.path)
   events.track()
-  local diff = H.new_review(spec)
-  local proposal_win = view.show(diff, true)
-  vim.t[diff.tab].gemini_companion_agent = diff.agent -- for tablines: whose proposal this tab is
-  vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #diff.proposed), 0 })
+  local review = H.new_review(spec)
+  local proposal_win = view.show(review, true)
+  vim.t[review.tab].gemini_companion_agent = review.agent -- for tablines: whose proposal this tab is
+  vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #review.proposed), 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')
   end)
-  events.attach(diff)
-  disk.watch(diff, function()
-    lifecycle.check_stale(diff)
-    lifecycle.orphan_if_gone(diff)
-    if not diff.orphaned then -- Python reads the file again for the left side
-      host.notify('diff_refresh', { id = diff.id })
+  events.attach(review)
+  disk.watch(review, function()
+    lifecycle.check_stale(review)
+    lifecycle.orphan_if_gone(review)
+    if not review.orphaned then -- Python reads the file again for the left side
+      host.notify('review_refresh', { id = review.id })
     end
   end)
-  H.focus(diff)
+  H.focus(review)
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'GeminiDiffOpened',
     modeline = false,
-    data = { file = diff.path, agent = diff.agent },
+    data = { file = review.path, agent = review.agent },
   })
 end
 
@@ -231,10 +231,10 @@ end
 --- user's to settle and stays.
 ---@param path string
 function H.replace_older(path)
-  for _, other in pairs(lifecycle.diffs) do
+  for _, other in pairs(lifecycle.reviews) do
     lifecycle.orphan_if_gone(other)
   end
-  for _, other in pairs(lifecycle.diffs) do
+  for _, other in pairs(lifecycle.reviews) do
     if other.path == path and lifecycle.live(other.id) == other then
       if lifecycle.edited(other) then -- the user's edits in it stay, in its tab, as any review's that ends unanswered
         lifecycle.orphan(other, 'a newer proposal for this file replaced it')
@@ -246,12 +246,12 @@ function H.replace_older(path)
 end
 
 --- The review's record and its two buffers, registered.
----@param spec gemini_companion.DiffSpec
----@return gemini_companion.Diff
+---@param spec gemini_companion.ReviewSpec
+---@return gemini_companion.Review
 function H.new_review(spec)
   local handle = lifecycle.next_handle()
-  ---@type gemini_companion.Diff
-  local diff = {
+  ---@type gemini_companion.Review
+  local review = {
     handle = handle,
     id = spec.id,
     channel = host.channel,
@@ -268,55 +268,59 @@ function H.new_review(spec)
     names = {}, -- below: new_buffer may have had to add a number
     tick = 0,
     tab = 0,
-    group = vim.api.nvim_create_augroup('gemini_companion_diff_' .. handle, { clear = true }),
+    group = vim.api.nvim_create_augroup('gemini_companion_review_' .. handle, { clear = true }),
     return_win = vim.api.nvim_get_current_win(),
     return_to_terminal = vim.api.nvim_get_mode().mode == 't',
     done = false,
   }
-  diff.names =
-    { original = vim.api.nvim_buf_get_name(diff.original), proposal = vim.api.nvim_buf_get_name(diff.proposal) }
-  lifecycle.diffs[diff.handle] = diff
-  view.set_text(diff.original, diff.current)
-  vim.bo[diff.original].buftype = 'nofile'
-  vim.bo[diff.original].modifiable = false
-  vim.bo[diff.original].readonly = true
-  vim.bo[diff.proposal].buftype = 'acwrite'
+  review.names =
+    { original = vim.api.nvim_buf_get_name(review.original), proposal = vim.api.nvim_buf_get_name(review.proposal) }
+  lifecycle.reviews[review.handle] = review
+  view.set_text(review.original, review.current)
+  vim.bo[review.original].buftype = 'nofile'
+  vim.bo[review.original].modifiable = false
+  vim.bo[review.original].readonly = true
+  vim.bo[review.proposal].buftype = 'acwrite'
   -- Marked for auto-save plugins and scripts: not a file of the user's.
-  vim.b[diff.proposal].gemini_companion_proposal = true
-  vim.b[diff.proposal].autosave_disabled = true
-  lifecycle.set_proposal(diff, diff.proposed)
-  view.highlight(diff)
-  return diff
+  vim.b[review.proposal].gemini_companion_proposal = true
+  vim.b[review.proposal].autosave_disabled = true
+  lifecycle.set_proposal(review, review.proposed)
+  view.highlight(review)
+  return review
 end
 
 --- `diff.focus`: stay in the review (out of terminal mode), or go back where the user was and
 --- say where the review is.
----@param diff gemini_companion.Diff
-function H.focus(diff)
+---@param review gemini_companion.Review
+function H.focus(review)
   if config.options.diff.focus then
-    if diff.return_to_terminal then
+    if review.return_to_terminal then
       vim.cmd.stopinsert()
     end
     return
   end
-  vim.api.nvim_set_current_win(diff.return_win)
-  if diff.return_to_terminal then
+  vim.api.nvim_set_current_win(review.return_win)
+  if review.return_to_terminal then
     vim.cmd.startinsert()
   end
-  local tab = vim.api.nvim_tabpage_get_number(diff.tab)
+  local tab = vim.api.nvim_tabpage_get_number(review.tab)
   message.notify(
-    ('%s proposes a change to %s: review it in tab %d'):format(diff.agent or 'the agent', view.display(diff.path), tab)
+    ('%s proposes a change to %s: review it in tab %d'):format(
+      review.agent or 'the agent',
+      view.display(review.path),
+      tab
+    )
   )
 end
 
---- Paths of the open diffs that `keep` accepts (all by default), oldest first.
----@param keep? fun(diff: gemini_companion.Diff): boolean
+--- Paths of the open reviews that `keep` accepts (all by default), oldest first.
+---@param keep? fun(review: gemini_companion.Review): boolean
 ---@return string[]
 function H.paths(keep)
   local found = {}
-  for _, diff in ipairs(lifecycle.ordered()) do
-    if not keep or keep(diff) then
-      table.insert(found, diff.path)
+  for _, review in ipairs(lifecycle.ordered()) do
+    if not keep or keep(review) then
+      table.insert(found, review.path)
     end
   end
   return found

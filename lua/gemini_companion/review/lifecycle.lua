@@ -14,7 +14,7 @@ local H = {}
 ---@field eol string '\n' or '\r\n'.
 ---@field final_newline boolean The last line ends with `eol` too.
 
----@class gemini_companion.DiffSpec What the Python side sends to open a diff.
+---@class gemini_companion.ReviewSpec What the Python side sends to open a review.
 ---@field id integer
 ---@field path string Absolute, resolved path of the target file.
 ---@field agent string Who proposed it, as the status lists clients.
@@ -24,7 +24,7 @@ local H = {}
 ---@field signature string The file's version the agent saw (see `signature`).
 ---@field first_change integer
 
----@class gemini_companion.Diff
+---@class gemini_companion.Review
 ---@field handle integer Ours, unique in this Neovim: what the review is known by here.
 ---@field id integer The host's id: names the review to the host that opened it, only while it is live.
 ---@field channel integer? The channel of the host that opened it.
@@ -43,148 +43,148 @@ local H = {}
 ---@field names {original: string, proposal: string}
 ---@field tick integer The proposal's changedtick when its text was last set by us.
 ---@field tab integer
----@field group integer Autocommand group of this diff.
----@field poll uv.uv_timer_t? Watches the file while the diff is open.
+---@field group integer Autocommand group of this review.
+---@field poll uv.uv_timer_t? Watches the file while the review is open.
 ---@field closing 'close'|'side'? How the proposal's window is going away.
----@field return_win integer Where the user was when the diff opened.
+---@field return_win integer Where the user was when the review opened.
 ---@field return_to_terminal boolean They were typing in a terminal.
 ---@field done boolean
 
 --- Every open review, live or orphaned, by its handle. A new host numbers its reviews from
 --- 1 again, so the host's id never names an orphan (see `live`).
----@type table<integer, gemini_companion.Diff>
-M.diffs = {}
+---@type table<integer, gemini_companion.Review>
+M.reviews = {}
 local last_handle = 0
 
 --- The live review the current host knows as `id`.
 ---@param id any
----@return gemini_companion.Diff?
+---@return gemini_companion.Review?
 function M.live(id)
-  for _, diff in pairs(M.diffs) do
-    if diff.id == id and not diff.orphaned and diff.channel == host.channel then
-      return diff
+  for _, review in pairs(M.reviews) do
+    if review.id == id and not review.orphaned and review.channel == host.channel then
+      return review
     end
   end
 end
 
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@return string
-function M.proposal_text(diff)
-  local lines = vim.api.nvim_buf_get_lines(diff.proposal, 0, -1, false)
-  return table.concat(lines, diff.eol) .. (diff.final_newline and diff.eol or '')
+function M.proposal_text(review)
+  local lines = vim.api.nvim_buf_get_lines(review.proposal, 0, -1, false)
+  return table.concat(lines, review.eol) .. (review.final_newline and review.eol or '')
 end
 
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@return boolean
-function M.edited(diff)
-  if not vim.api.nvim_buf_is_valid(diff.proposal) then
+function M.edited(review)
+  if not vim.api.nvim_buf_is_valid(review.proposal) then
     return false
   end
-  if vim.b[diff.proposal].changedtick == diff.tick then
+  if vim.b[review.proposal].changedtick == review.tick then
     return false
   end
-  return not vim.deep_equal(vim.api.nvim_buf_get_lines(diff.proposal, 0, -1, false), diff.proposed)
+  return not vim.deep_equal(vim.api.nvim_buf_get_lines(review.proposal, 0, -1, false), review.proposed)
 end
 
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param lines string[]
-function M.set_proposal(diff, lines)
-  view.set_text(diff.proposal, lines)
-  vim.bo[diff.proposal].modified = true -- a pending proposal is unsaved work
-  diff.tick = vim.b[diff.proposal].changedtick
+function M.set_proposal(review, lines)
+  view.set_text(review.proposal, lines)
+  vim.bo[review.proposal].modified = true -- a pending proposal is unsaved work
+  review.tick = vim.b[review.proposal].changedtick
 end
 
 --- Remove the tab's buffers (and with them its windows), then tell `User GeminiDiffClosed`.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param outcome 'accepted'|'rejected'|'closed'
-function H.cleanup(diff, outcome)
-  local was_here = vim.api.nvim_get_current_tabpage() == diff.tab
-  for _, buf in ipairs({ diff.proposal, diff.original }) do
+function H.cleanup(review, outcome)
+  local was_here = vim.api.nvim_get_current_tabpage() == review.tab
+  for _, buf in ipairs({ review.proposal, review.original }) do
     if vim.api.nvim_buf_is_valid(buf) then
       pcall(vim.api.nvim_buf_delete, buf, { force = true })
     end
   end
   -- Back to where the user was (the agent's terminal, typically), if they were reviewing.
-  if was_here and outcome ~= 'closed' and vim.api.nvim_win_is_valid(diff.return_win) then
-    vim.api.nvim_set_current_win(diff.return_win)
-    if diff.return_to_terminal and vim.bo[vim.api.nvim_win_get_buf(diff.return_win)].buftype == 'terminal' then
+  if was_here and outcome ~= 'closed' and vim.api.nvim_win_is_valid(review.return_win) then
+    vim.api.nvim_set_current_win(review.return_win)
+    if review.return_to_terminal and vim.bo[vim.api.nvim_win_get_buf(review.return_win)].buftype == 'terminal' then
       vim.cmd.startinsert()
     end
   end
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'GeminiDiffClosed',
     modeline = false,
-    data = { file = diff.path, outcome = outcome },
+    data = { file = review.path, outcome = outcome },
   })
 end
 
---- The diff is over: forget it now, remove its tab once the current command is done
+--- The review is over: forget it now, remove its tab once the current command is done
 --- (we may be inside an autocommand of its buffers, or a `:wq` still has a window to close).
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param outcome 'accepted'|'rejected'|'closed'
-function M.finish(diff, outcome)
-  diff.done = true
-  M.diffs[diff.handle] = nil
-  pcall(vim.api.nvim_del_augroup_by_id, diff.group)
-  if diff.poll then
-    diff.poll:stop()
-    diff.poll:close()
+function M.finish(review, outcome)
+  review.done = true
+  M.reviews[review.handle] = nil
+  pcall(vim.api.nvim_del_augroup_by_id, review.group)
+  if review.poll then
+    review.poll:stop()
+    review.poll:close()
   end
-  if vim.api.nvim_buf_is_valid(diff.proposal) then
-    vim.bo[diff.proposal].modified = false -- nothing left to save: nothing may stop it closing
+  if vim.api.nvim_buf_is_valid(review.proposal) then
+    vim.bo[review.proposal].modified = false -- nothing left to save: nothing may stop it closing
   end
   vim.schedule(function()
-    H.cleanup(diff, outcome)
+    H.cleanup(review, outcome)
   end)
 end
 
 --- Is accepting refused because the file changed on disk since the agent read it?
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@return boolean
-function M.check_stale(diff)
-  if not diff.stale and disk.signature(diff.path) ~= diff.base then
-    diff.stale = 'the file changed on disk since the agent read it: accepting would undo that change'
-    view.set_headers(diff)
+function M.check_stale(review)
+  if not review.stale and disk.signature(review.path) ~= review.base then
+    review.stale = 'the file changed on disk since the agent read it: accepting would undo that change'
+    view.set_headers(review)
   end
-  return diff.stale ~= nil
+  return review.stale ~= nil
 end
 
 --- No agent waits for this proposal any more: keep it open with the user's text.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param why string
-function M.orphan(diff, why)
-  if diff.orphaned then
+function M.orphan(review, why)
+  if review.orphaned then
     return
   end
-  diff.orphaned = why
-  for kind, buf in pairs({ original = diff.original, proposal = diff.proposal }) do
-    local old = diff.names[kind]
-    diff.names[kind] = old:gsub('^gemini://%a+', 'gemini://orphaned-' .. kind) -- first: BufFilePost checks it
-    if not view.rename(buf, diff.names[kind]) then
-      diff.names[kind] = old
+  review.orphaned = why
+  for kind, buf in pairs({ original = review.original, proposal = review.proposal }) do
+    local old = review.names[kind]
+    review.names[kind] = old:gsub('^gemini://%a+', 'gemini://orphaned-' .. kind) -- first: BufFilePost checks it
+    if not view.rename(buf, review.names[kind]) then
+      review.names[kind] = old
     end
   end
-  vim.t[diff.tab].gemini_companion_orphaned = why
-  view.set_headers(diff)
+  vim.t[review.tab].gemini_companion_orphaned = why
+  view.set_headers(review)
 end
 
 --- A review whose host is not the current one (replaced before its exit was noticed) has
 --- nobody to answer it: orphan it rather than tell a new host an id it never gave.
----@param diff gemini_companion.Diff
-function M.orphan_if_gone(diff)
-  if not diff.orphaned and diff.channel ~= host.channel then
-    M.orphan(diff, 'the Python host is gone')
+---@param review gemini_companion.Review
+function M.orphan_if_gone(review)
+  if not review.orphaned and review.channel ~= host.channel then
+    M.orphan(review, 'the Python host is gone')
   end
 end
 
 --- Write the proposal's bytes to `path`: an orphaned proposal's file (never through a link or
 --- into a FIFO swapped in since it was reviewed), or a copy the user named (`follow`).
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param path string
 ---@param follow? boolean
 ---@return boolean
-function M.write_proposal(diff, path, follow)
-  local ok, err = require('gemini_companion.files').write_in_place(path, M.proposal_text(diff), follow)
+function M.write_proposal(review, path, follow)
+  local ok, err = require('gemini_companion.files').write_in_place(path, M.proposal_text(review), follow)
   if not ok then
     message.notify(('cannot write %s: %s'):format(view.display(path), err), 'error')
   end
@@ -192,83 +192,83 @@ function M.write_proposal(diff, path, follow)
 end
 
 --- Write an orphaned proposal to its file, as the user's own write.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@return boolean
-function H.write_target(diff)
-  local buf = view.modified_buffer(diff.path)
+function H.write_target(review)
+  local buf = view.modified_buffer(review.path)
   if buf then
     message.notify(
-      ('buffer %d has unsaved edits to %s: save or discard them first'):format(buf, view.display(diff.path)),
+      ('buffer %d has unsaved edits to %s: save or discard them first'):format(buf, view.display(review.path)),
       'error'
     )
     return false
   end
-  vim.fn.mkdir(vim.fs.dirname(diff.path), 'p')
-  if not M.write_proposal(diff, diff.path) then
+  vim.fn.mkdir(vim.fs.dirname(review.path), 'p')
+  if not M.write_proposal(review, review.path) then
     return false
   end
-  message.notify(('wrote the orphaned proposal to %s'):format(view.display(diff.path)))
+  message.notify(('wrote the orphaned proposal to %s'):format(view.display(review.path)))
   return true
 end
 
 --- Accept the proposal as it is now. `force`: also a stale one, and write an orphaned one.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param force boolean
-function M.accept(diff, force)
-  M.orphan_if_gone(diff)
-  if diff.orphaned then
+function M.accept(review, force)
+  M.orphan_if_gone(review)
+  if review.orphaned then
     if not force then
       message.notify(
-        ('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(view.display(diff.path), diff.orphaned),
+        ('%s: %s. :GeminiAccept! writes it to the file, :q drops it'):format(view.display(review.path), review.orphaned),
         'warn'
       )
       return
     end
-    if H.write_target(diff) then
-      M.finish(diff, 'accepted')
-      disk.reload_buffers(diff.path)
+    if H.write_target(review) then
+      M.finish(review, 'accepted')
+      disk.reload_buffers(review.path)
     end
     return
   end
-  if M.check_stale(diff) and not force then
+  if M.check_stale(review) and not force then
     message.notify(
       ('%s changed on disk since the agent read it: not accepted (:GeminiAccept! accepts anyway, :q rejects)'):format(
-        view.display(diff.path)
+        view.display(review.path)
       ),
       'warn'
     )
     return
   end
-  local content = M.proposal_text(diff)
-  local _, err = host.notify('diff_accepted', { id = diff.id, content = content })
+  local content = M.proposal_text(review)
+  local _, err = host.notify('review_accepted', { id = review.id, content = content })
   if err then
     M.orphan_all(err) -- the host died just now: keep the text
     return
   end
-  M.finish(diff, 'accepted')
-  disk.reload_after_write(diff.path)
+  M.finish(review, 'accepted')
+  disk.reload_after_write(review.path)
 end
 
 --- Reject the proposal; an orphaned one has nobody to tell and just closes.
----@param diff gemini_companion.Diff
-function M.reject(diff)
-  M.orphan_if_gone(diff)
-  if diff.orphaned then
-    M.finish(diff, 'closed')
+---@param review gemini_companion.Review
+function M.reject(review)
+  M.orphan_if_gone(review)
+  if review.orphaned then
+    M.finish(review, 'closed')
     return
   end
-  -- While Neovim exits the host is stopping: it rejects every open diff itself.
+  -- While Neovim exits the host is stopping: it rejects every open review itself.
   if vim.v.exiting == vim.NIL then
-    host.notify('diff_rejected', { id = diff.id })
+    host.notify('review_rejected', { id = review.id })
   end
-  M.finish(diff, 'rejected')
+  M.finish(review, 'rejected')
 end
 
 --- The host is gone: every open proposal stays, orphaned.
 ---@param why string
 function M.orphan_all(why)
-  for _, diff in pairs(M.diffs) do
-    M.orphan(diff, why)
+  for _, review in pairs(M.reviews) do
+    M.orphan(review, why)
   end
 end
 
@@ -281,12 +281,12 @@ end
 
 --- The open reviews (live and orphaned), oldest first; of `path` only if given.
 ---@param path? string
----@return gemini_companion.Diff[]
+---@return gemini_companion.Review[]
 function M.ordered(path)
   local real = path and vim.uv.fs_realpath(path)
-  local found = vim.tbl_filter(function(diff)
-    return not path or diff.path == path or diff.path == real
-  end, vim.tbl_values(M.diffs))
+  local found = vim.tbl_filter(function(review)
+    return not path or review.path == path or review.path == real
+  end, vim.tbl_values(M.reviews))
   table.sort(found, function(a, b)
     return a.handle < b.handle
   end)

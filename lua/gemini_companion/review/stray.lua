@@ -8,12 +8,12 @@ local M = {}
 ---@param buf integer
 function M.read(buf)
   if M.owned()[buf] then
-    return -- a live diff's own BufReadCmd handles it
+    return -- a live review's own BufReadCmd handles it
   end
   vim.schedule(M.sweep)
 end
 
---- Wipe `gemini://` buffers no diff owns, and tabs left with nothing but them.
+--- Wipe `gemini://` buffers no review owns, and tabs left with nothing but them.
 function M.sweep()
   local owned = M.owned()
   local function stray(buf)
@@ -42,8 +42,8 @@ end
 ---@return table<integer, true>
 function M.owned()
   local owned = {}
-  for _, diff in pairs(lifecycle.diffs) do
-    owned[diff.proposal], owned[diff.original] = true, true
+  for _, review in pairs(lifecycle.reviews) do
+    owned[review.proposal], owned[review.original] = true, true
   end
   return owned
 end

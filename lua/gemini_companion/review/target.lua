@@ -7,7 +7,7 @@ local message = require('gemini_companion.message')
 local M = {}
 
 ---@param file? string
----@return gemini_companion.Diff?
+---@return gemini_companion.Review?
 function M.pick(file)
   local named = file and file ~= ''
   local candidates = lifecycle.ordered(named and vim.fs.normalize(vim.fn.fnamemodify(file, ':p')) or nil)
@@ -17,11 +17,11 @@ function M.pick(file)
   end
   local buf, tab = vim.api.nvim_get_current_buf(), vim.api.nvim_get_current_tabpage()
   for _, here in ipairs({
-    function(diff)
-      return diff.proposal == buf or diff.original == buf
+    function(review)
+      return review.proposal == buf or review.original == buf
     end,
-    function(diff)
-      return diff.tab == tab
+    function(review)
+      return review.tab == tab
     end,
   }) do
     local found = vim.tbl_filter(here, candidates)

@@ -70,40 +70,40 @@ function M.new_buffer(name)
   vim.bo[buf].swapfile = false
   vim.bo[buf].modeline = false -- `:e!` reads the text again: a modeline in it is data, not options
   -- 'hide' rather than 'wipe': `:q` on a proposal then hides it instead of failing with
-  -- E37; we wipe both buffers ourselves when the diff is over.
+  -- E37; we wipe both buffers ourselves when the review is over.
   vim.bo[buf].bufhidden = 'hide'
   return buf
 end
 
 --- The winbars: what the user can do, and every warning that holds (never a transient message only).
----@param diff gemini_companion.Diff
-function M.set_headers(diff)
-  local name = M.display(diff.path)
+---@param review gemini_companion.Review
+function M.set_headers(review)
+  local name = M.display(review.path)
   local warnings = {}
-  if diff.orphaned then
+  if review.orphaned then
     table.insert(
       warnings,
-      ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(diff.orphaned)
+      ('⚠ ORPHANED: %s · :GeminiAccept! writes it to the file · :q drops it'):format(review.orphaned)
     )
   end
-  if diff.stale then
-    table.insert(warnings, ('⚠ %s · :GeminiAccept! accepts anyway'):format(diff.stale))
+  if review.stale then
+    table.insert(warnings, ('⚠ %s · :GeminiAccept! accepts anyway'):format(review.stale))
   end
-  local buf = M.modified_buffer(diff.path)
+  local buf = M.modified_buffer(review.path)
   if buf then
     table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
   end
-  local header = diff.orphaned and 'Orphaned proposal: %s'
+  local header = review.orphaned and 'Orphaned proposal: %s'
     or 'Proposed by %s: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
-  header = diff.orphaned and header:format(name) or header:format(diff.agent or 'the agent', name)
+  header = review.orphaned and header:format(name) or header:format(review.agent or 'the agent', name)
   if #warnings > 0 then
     header = header .. '  ' .. table.concat(warnings, '  ')
   end
-  for _, win in ipairs(vim.fn.win_findbuf(diff.proposal)) do
+  for _, win in ipairs(vim.fn.win_findbuf(review.proposal)) do
     vim.wo[win].winbar = M.bar(header)
   end
-  local original = diff.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
-  for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
+  local original = review.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
+  for _, win in ipairs(vim.fn.win_findbuf(review.original)) do
     vim.wo[win].winbar = M.bar(original:format(name))
   end
 end
@@ -132,24 +132,24 @@ function M.rename(buf, name)
 end
 
 --- Open the tab: the original on the left, the proposal on the right, in diff mode.
----@param diff gemini_companion.Diff
+---@param review gemini_companion.Review
 ---@param enter boolean
-function M.show(diff, enter)
+function M.show(review, enter)
   local options = config.options.diff
   local from = vim.api.nvim_get_current_win()
   -- Buffer numbers only: no path ever goes through an Ex command line.
-  vim.cmd('tab sbuffer ' .. diff.original)
-  diff.tab = vim.api.nvim_get_current_tabpage()
+  vim.cmd('tab sbuffer ' .. review.original)
+  review.tab = vim.api.nvim_get_current_tabpage()
   local original_win = vim.api.nvim_get_current_win()
   -- Not `:sbuffer`: 'switchbuf' could turn that into yet another tab.
   local side = options.layout == 'vertical' and 'right' or 'below'
-  local proposal_win = vim.api.nvim_open_win(diff.proposal, true, { split = side, win = original_win })
+  local proposal_win = vim.api.nvim_open_win(review.proposal, true, { split = side, win = original_win })
   for _, win in ipairs({ original_win, proposal_win }) do
     vim.api.nvim_win_call(win, function()
       vim.cmd('diffthis')
     end)
   end
-  M.set_headers(diff)
+  M.set_headers(review)
   if not enter and vim.api.nvim_win_is_valid(from) then
     vim.api.nvim_set_current_win(from)
   end
@@ -161,28 +161,28 @@ end
 --- (for statuslines) without FileType autocommands, and only its highlighting, which costs a
 --- third as much: the treesitter language when the user's FileType autocommands started
 --- treesitter on the proposal, else the syntax.
----@param diff gemini_companion.Diff
-function M.highlight(diff)
-  local loaded = M.file_buffers(diff.path)[1]
+---@param review gemini_companion.Review
+function M.highlight(review)
+  local loaded = M.file_buffers(review.path)[1]
   local filetype = loaded and vim.bo[loaded].filetype or ''
   if filetype == '' then
-    filetype = vim.filetype.match({ filename = diff.path, buf = diff.proposal }) or ''
+    filetype = vim.filetype.match({ filename = review.path, buf = review.proposal }) or ''
   end
   if filetype == '' then
     return
   end
-  vim.bo[diff.proposal].filetype = filetype
+  vim.bo[review.proposal].filetype = filetype
   local eventignore = vim.o.eventignore
   vim.o.eventignore = 'FileType'
-  vim.bo[diff.original].filetype = filetype
+  vim.bo[review.original].filetype = filetype
   vim.o.eventignore = eventignore
   -- Not loaded: no buffer is highlighted by tree-sitter, and loading it would cost this open ~3 ms.
   local highlighter = package.loaded['vim.treesitter.highlighter']
-  local lang = highlighter and highlighter.active[diff.proposal] and vim.treesitter.language.get_lang(filetype)
-  if lang and pcall(vim.treesitter.start, diff.original, lang) then
+  local lang = highlighter and highlighter.active[review.proposal] and vim.treesitter.language.get_lang(filetype)
+  if lang and pcall(vim.treesitter.start, review.original, lang) then
     return
   end
-  vim.bo[diff.original].syntax = filetype
+  vim.bo[review.original].syntax = filetype
 end
 
 return M

@@ -21,7 +21,7 @@ from gemini_companion.changes.changes import ChangesFeature
 from gemini_companion.context.context import ContextFeature
 from gemini_companion.editor import Editor, PendingEditor
 from gemini_companion.feature import Feature
-from gemini_companion.review.diff import DiffFeature
+from gemini_companion.review.review import ReviewFeature
 from gemini_companion.server import discovery, hook_keys, launch
 from gemini_companion.server.access import Access
 from gemini_companion.tools.tools import ToolsFeature
@@ -55,7 +55,7 @@ class Companion:
         self._hook_keys = hook_keys.HookKeys()  # where hook.py finds us (terminals, agents)
         self._tools = ToolsFeature(editor, self, lambda: list(self._ad.workspace) if self._ad else [])
         self._changes = ChangesFeature(editor, self)
-        self._features: list[Feature] = [ContextFeature(self), DiffFeature(editor, self), self._tools, self._changes]
+        self._features: list[Feature] = [ContextFeature(self), ReviewFeature(editor, self), self._tools, self._changes]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),

@@ -1,6 +1,6 @@
 """Reviewing proposed edits: a real headless Neovim, the real Gemini IDE client.
 
-Every diff is opened by `IdeClient.openDiff` and settled the way a user would:
+Every review is opened by `IdeClient.openDiff` and settled the way a user would:
 `:w` accepts, any way of closing the proposal rejects. The target file on disk is
 never written by the plugin (only the CLI writes, after an accept).
 """
@@ -69,7 +69,7 @@ def test_first_review_finds_its_lua_loaded_and_loads_no_tree_sitter(review, proj
     assert review.outcome(request)["status"] == "rejected"
 
 
-def test_diff_tab_shows_original_and_proposal(review, project):
+def test_review_tab_shows_original_and_proposal(review, project):
     target = project / "src" / "main.py"
     original = write(target, b"import os\n\nprint('hello')\n")
     review.editor.lua("vim.cmd.edit(...)", str(target))
@@ -78,7 +78,7 @@ def test_diff_tab_shows_original_and_proposal(review, project):
     editor = review.editor
     info = review.info(target)
     tab = editor.lua("return vim.api.nvim_get_current_tabpage()")
-    assert tab == info["tab"], "focus moves to the diff tab"
+    assert tab == info["tab"], "focus moves to the review tab"
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 2
     wins = editor.lua(
         "return vim.tbl_map(function(w) return {buf = vim.api.nvim_win_get_buf(w), diff = vim.wo[w].diff,"
@@ -270,7 +270,7 @@ def test_reject_exactly_once(review, project, how):
     assert review.outcome(request) == {"status": "rejected"}
     settle(review, target)
     assert target.read_bytes() == original
-    # A later diff's notification arrives after any stray one for this diff would have.
+    # A later review's notification arrives after any stray one for this review would have.
     other = project / "g.txt"
     later = review.open(other, "later\n")
     review.proposal_window(other)
@@ -337,10 +337,10 @@ def test_close_diff_raw_result_is_json_with_the_proposal(review, project):
     assert review.outcome(request)["status"] == "rejected"
 
 
-# --- several diffs, replacement, disconnect ---------------------------------------
+# --- several reviews, replacement, disconnect ---------------------------------------
 
 
-def test_two_clients_two_diffs(editor, gemini, gemini_factory, project):
+def test_two_clients_two_reviews(editor, gemini, gemini_factory, project):
     other_client = gemini_factory(editor)
     assert other_client.call("connect")["status"] == "connected"
     first, second = Review(editor, gemini), Review(editor, other_client)
@@ -354,15 +354,15 @@ def test_two_clients_two_diffs(editor, gemini, gemini_factory, project):
     first.proposal_window(a)
     editor.nvim.command("write")
     assert first.outcome(request_a) == {"status": "accepted", "content": "A\n"}
-    assert second.info(b) is not None, "the other diff is untouched"
-    editor.nvim.command("GeminiReject")  # the only diff left
+    assert second.info(b) is not None, "the other review is untouched"
+    editor.nvim.command("GeminiReject")  # the only review left
     assert second.outcome(request_b) == {"status": "rejected"}
     settle(first, a)
     settle(second, b)
     assert not first.notifications("ide/diffRejected", b) and not second.notifications("ide/diffAccepted", a)
 
 
-def test_second_diff_for_a_file_replaces_the_first(editor, gemini, gemini_factory, project):
+def test_second_review_for_a_file_replaces_the_first(editor, gemini, gemini_factory, project):
     other_client = gemini_factory(editor)
     assert other_client.call("connect")["status"] == "connected"
     first, second = Review(editor, gemini), Review(editor, other_client)
@@ -372,7 +372,7 @@ def test_second_diff_for_a_file_replaces_the_first(editor, gemini, gemini_factor
     old_info = first.info(target)
     new = other_client.send("openDiff", filePath=str(target), newContent="second proposal\n")
     assert first.outcome(old) == {"status": "rejected"}
-    wait_for(lambda: (i := second.info(target)) and i != old_info, what="the replacing diff")
+    wait_for(lambda: (i := second.info(target)) and i != old_info, what="the replacing review")
     assert second.proposal_lines(target) == ["second proposal"]
     wait_for(lambda: editor.lua("return #vim.api.nvim_list_tabpages()") == 2, what="the old tab to close")
     second.proposal_window(target)
@@ -382,7 +382,7 @@ def test_second_diff_for_a_file_replaces_the_first(editor, gemini, gemini_factor
     assert len(first.notifications("ide/diffRejected", target)) == 1
 
 
-def test_client_that_dies_has_its_diffs_closed(editor, gemini, gemini_factory, project):
+def test_client_that_dies_has_its_reviews_closed(editor, gemini, gemini_factory, project):
     survivor_client = gemini_factory(editor)
     assert survivor_client.call("connect")["status"] == "connected"
     doomed, survivor = Review(editor, gemini), Review(editor, survivor_client)
@@ -390,7 +390,7 @@ def test_client_that_dies_has_its_diffs_closed(editor, gemini, gemini_factory, p
     doomed.open(a, "A\n")
     request_b = survivor.open(b, "B\n")
     gemini.proc.kill()
-    wait_for(lambda: doomed.info(a) is None, what="the dead client's diff to close")
+    wait_for(lambda: doomed.info(a) is None, what="the dead client's review to close")
     assert survivor.info(b) is not None
     assert [d["file"] for d in editor.status()["diffs"]] == [str(b)]
     survivor.proposal_window(b)
@@ -581,7 +581,7 @@ def test_file_changed_on_disk_while_open(review, project):
     assert review.outcome(request)["status"] == "rejected"
 
 
-def test_stopping_the_server_rejects_open_diffs(review, project):
+def test_stopping_the_server_rejects_open_reviews(review, project):
     target = project / "s.txt"
     request = review.open(target, "x\n")
     review.editor.lua("require('gemini_companion').stop()")

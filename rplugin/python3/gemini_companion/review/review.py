@@ -1,8 +1,8 @@
-"""Diffs: the `openDiff` / `closeDiff` tools and the user's answers from the review tab.
+"""Reviews: the `openDiff` / `closeDiff` tools and the user's answers from the review tab.
 
 Python owns the protocol (which client asked, what to notify) and validates and
 reads files; `lua/gemini_companion/review/` owns the tab and its buffers. Each
-diff has an id, so an answer for a diff that was already closed or replaced is
+review has an id, so an answer for a review that was already closed or replaced is
 ignored instead of settling its successor. Tools run on the server loop, Lua
 calls on the host's main thread: the state is guarded by a lock.
 """
@@ -28,35 +28,35 @@ if TYPE_CHECKING:
 MAX_CONTENT_BYTES = 16 * 1024 * 1024
 SMALL_BYTES = 256 * 1024  # below this, reading and splitting takes well under a millisecond
 CLOSE_TIMEOUT_SECONDS = 10.0
-DIFF_LUA = "require('gemini_companion.review')"
+REVIEW_LUA = "require('gemini_companion.review')"
 
 
-class DiffError(Exception):
+class ReviewError(Exception):
     """Bad input: the message is the one line the client shows."""
 
 
 @dataclass
-class Diff:
+class Review:
     id: int
     file_path: str  # exactly as the client sent it: the client matches our notifications on it
-    key: str  # normalised path: one diff per file
+    key: str  # normalised path: one review per file
     session_id: str
     agent: str  # who proposed it, as the status lists clients: "qwen (Qwen Code 0.24.4)"
     new_content: str  # closeDiff's answer if Neovim cannot give the proposal's text
     signature: tuple[int, ...] | None  # the file on disk when we last read it (None: missing)
 
 
-class DiffFeature:
+class ReviewFeature:
     def __init__(self, editor: Editor, link: Link) -> None:
         self._editor = editor
         self._link = link
         self._lock = threading.Lock()
-        self._diffs: dict[str, Diff] = {}
+        self._reviews: dict[str, Review] = {}
         self._ids = itertools.count(1)
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "diff_accepted": self._accepted,
-            "diff_rejected": self._rejected,
-            "diff_refresh": self._refresh,
+            "review_accepted": self._accepted,
+            "review_rejected": self._rejected,
+            "review_refresh": self._refresh,
         }
 
     # --- Feature ------------------------------------------------------------
@@ -101,32 +101,32 @@ class DiffFeature:
     async def on_stream_open(self, session_id: str) -> None:
         # A client that listens may propose an edit next: its first review opens without
         # loading the review's Lua first (~2 ms of the first open's 16).
-        self._editor.lua(DIFF_LUA)
+        self._editor.lua(REVIEW_LUA)
 
     def on_client_gone(self, session_id: str) -> None:
         with self._lock:
-            gone = [d for d in self._diffs.values() if d.session_id == session_id]
-            for diff in gone:
-                del self._diffs[diff.key]
+            gone = [d for d in self._reviews.values() if d.session_id == session_id]
+            for review in gone:
+                del self._reviews[review.key]
         if gone:  # an edited proposal stays in Neovim, orphaned; the others close
-            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in gone], "the agent disconnected")
+            self._editor.lua(f"{REVIEW_LUA}.close_all(...)", [d.id for d in gone], "the agent disconnected")
             self._link.changed()
 
     def on_stop(self) -> None:
         with self._lock:
-            closing = list(self._diffs.values())
-            self._diffs.clear()
-        for diff in closing:  # best effort: lets a waiting CLI go on instead of waiting 10 minutes
-            self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
+            closing = list(self._reviews.values())
+            self._reviews.clear()
+        for review in closing:  # best effort: lets a waiting CLI go on instead of waiting 10 minutes
+            self._link.send(review.session_id, "ide/diffRejected", {"filePath": review.file_path})
         if closing:
-            self._editor.lua(f"{DIFF_LUA}.close_all(...)", [d.id for d in closing], "the server was stopped")
+            self._editor.lua(f"{REVIEW_LUA}.close_all(...)", [d.id for d in closing], "the server was stopped")
 
     def status(self) -> dict[str, Any]:
         with self._lock:
             return {
                 "diffs": [
                     {"id": d.id, "file": d.key, "session": d.session_id[:8], "agent": d.agent}
-                    for d in sorted(self._diffs.values(), key=lambda d: d.id)
+                    for d in sorted(self._reviews.values(), key=lambda d: d.id)
                 ]
             }
 
@@ -138,27 +138,27 @@ class DiffFeature:
         try:
             file_path, new_content = args.get("filePath"), args.get("newContent")
             if not isinstance(file_path, str):
-                raise DiffError("filePath must be a string")
+                raise ReviewError("filePath must be a string")
             if not isinstance(new_content, str):
-                raise DiffError("newContent must be a string")
+                raise ReviewError("newContent must be a string")
             if _small(file_path, new_content):
                 view = _prepare(file_path, new_content)  # no thread hop for what takes microseconds
             else:  # reading and splitting 16 MB takes a while: keep the loop serving other clients
                 view = await asyncio.to_thread(_prepare, file_path, new_content)
-        except DiffError as err:
+        except ReviewError as err:
             return error(f"openDiff: {err}")
         key, signature = view.pop("path"), view.pop("signature")
         agent = self._link.label(session_id) or "unknown client"
-        diff = Diff(next(self._ids), file_path, key, session_id, agent, new_content, signature)
+        review = Review(next(self._ids), file_path, key, session_id, agent, new_content, signature)
         with self._lock:
-            replaced = self._diffs.get(diff.key)
-            self._diffs[diff.key] = diff
-        # The same client has already forgotten its old diff of this file: a rejection now
+            replaced = self._reviews.get(review.key)
+            self._reviews[review.key] = review
+        # The same client has already forgotten its old review of this file: a rejection now
         # would settle the new one.
         if replaced is not None and replaced.session_id != session_id:
             self._link.send(replaced.session_id, "ide/diffRejected", {"filePath": replaced.file_path})
-        spec = {"id": diff.id, "path": diff.key, "agent": agent, "signature": signature_text(signature), **view}
-        self._editor.lua(f"{DIFF_LUA}.open(...)", spec)
+        spec = {"id": review.id, "path": review.key, "agent": agent, "signature": signature_text(signature), **view}
+        self._editor.lua(f"{REVIEW_LUA}.open(...)", spec)
         self._link.changed()
         return {"content": []}
 
@@ -170,65 +170,65 @@ class DiffFeature:
             return error("closeDiff: filePath must be a string")
         try:
             _check_path(file_path)
-        except DiffError as err:
+        except ReviewError as err:
             return error(f"closeDiff: {err}")
         with self._lock:
-            diff = self._diffs.pop(_key(file_path), None)
-        if diff is None:
+            review = self._reviews.pop(_key(file_path), None)
+        if review is None:
             return text(json.dumps({"content": None}))
         self._link.changed()
         content: Any = None
         try:
-            future = self._editor.request(f"return {DIFF_LUA}.close(...)", diff.id)
+            future = self._editor.request(f"return {REVIEW_LUA}.close(...)", review.id)
             content = await asyncio.wait_for(asyncio.wrap_future(future), CLOSE_TIMEOUT_SECONDS)
         except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - the client still deserves an answer
             pass
         if not isinstance(content, str):  # the tab was already gone (or Neovim stuck)
-            content = diff.new_content
+            content = review.new_content
         if not args.get("suppressNotification"):
-            self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
+            self._link.send(review.session_id, "ide/diffRejected", {"filePath": review.file_path})
         return text(json.dumps({"content": content}, ensure_ascii=False))
 
     # --- from Lua (host main thread) ------------------------------------------
 
-    def _take(self, diff_id: Any) -> Diff | None:
+    def _take(self, review_id: Any) -> Review | None:
         with self._lock:
-            for key, diff in self._diffs.items():
-                if diff.id == diff_id:
-                    del self._diffs[key]
-                    return diff
+            for key, review in self._reviews.items():
+                if review.id == review_id:
+                    del self._reviews[key]
+                    return review
         return None
 
     def _accepted(self, params: dict[str, Any]) -> None:
-        diff = self._take(params.get("id"))
+        review = self._take(params.get("id"))
         content = params.get("content")
-        if diff is not None and isinstance(content, str):
-            self._link.send(diff.session_id, "ide/diffAccepted", {"filePath": diff.file_path, "content": content})
+        if review is not None and isinstance(content, str):
+            self._link.send(review.session_id, "ide/diffAccepted", {"filePath": review.file_path, "content": content})
             self._link.changed()
 
     def _rejected(self, params: dict[str, Any]) -> None:
-        diff = self._take(params.get("id"))
-        if diff is not None:
-            self._link.send(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
+        review = self._take(params.get("id"))
+        if review is not None:
+            self._link.send(review.session_id, "ide/diffRejected", {"filePath": review.file_path})
             self._link.changed()
 
     def _refresh(self, params: dict[str, Any]) -> None:
-        """The file changed on disk while its diff was open: show what is there now."""
+        """The file changed on disk while its review was open: show what is there now."""
         with self._lock:
-            diff = next((d for d in self._diffs.values() if d.id == params.get("id")), None)
-        if diff is None:
+            review = next((d for d in self._reviews.values() if d.id == params.get("id")), None)
+        if review is None:
             return
         try:
-            signature = _signature(diff.key)
-            if signature == diff.signature:
+            signature = _signature(review.key)
+            if signature == review.signature:
                 return
-            original = _read_original(diff.key)
-        except DiffError as err:
-            self._editor.lua(f"{DIFF_LUA}.original_changed(...)", diff.id, None, str(err))
+            original = _read_original(review.key)
+        except ReviewError as err:
+            self._editor.lua(f"{REVIEW_LUA}.original_changed(...)", review.id, None, str(err))
             return
-        diff.signature = signature
+        review.signature = signature
         changed = {**_split(original or ""), "is_new": original is None}
-        self._editor.lua(f"{DIFF_LUA}.original_changed(...)", diff.id, changed)
+        self._editor.lua(f"{REVIEW_LUA}.original_changed(...)", review.id, changed)
 
 
 # --- files and text ---------------------------------------------------------------
@@ -249,13 +249,13 @@ def signature_text(signature: tuple[int, ...] | None) -> str:
 
 def _check_path(file_path: str) -> None:
     if not file_path:
-        raise DiffError("filePath is empty")
+        raise ReviewError("filePath is empty")
     if any(ord(c) < 32 or ord(c) == 127 for c in file_path):
-        raise DiffError(f"filePath contains a control character: {file_path!r}")
+        raise ReviewError(f"filePath contains a control character: {file_path!r}")
     if not os.path.isabs(file_path):
-        raise DiffError(f"filePath must be absolute: {file_path!r}")
+        raise ReviewError(f"filePath must be absolute: {file_path!r}")
     if ".." in file_path.split(os.sep):
-        raise DiffError(f"filePath must not contain '..': {file_path!r}")
+        raise ReviewError(f"filePath must not contain '..': {file_path!r}")
 
 
 def _signature(path: str) -> tuple[int, ...] | None:
@@ -267,18 +267,18 @@ def _signature(path: str) -> tuple[int, ...] | None:
         while not os.path.lexists(parent):  # a new file in new folders is fine...
             parent = os.path.dirname(parent)
         if not os.path.isdir(parent):  # ...under a file is not
-            raise DiffError(f"a parent of filePath is not a directory: {path!r}") from None
+            raise ReviewError(f"a parent of filePath is not a directory: {path!r}") from None
         return None
     except NotADirectoryError:
-        raise DiffError(f"a parent of filePath is not a directory: {path!r}") from None
+        raise ReviewError(f"a parent of filePath is not a directory: {path!r}") from None
     except OSError as err:
-        raise DiffError(f"cannot read {path!r}: {err.strerror}") from None
+        raise ReviewError(f"cannot read {path!r}: {err.strerror}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise DiffError(f"filePath is a directory: {path!r}")
+        raise ReviewError(f"filePath is a directory: {path!r}")
     if not stat.S_ISREG(st.st_mode):
-        raise DiffError(f"filePath is not a regular file (a device, FIFO or socket): {path!r}")
+        raise ReviewError(f"filePath is not a regular file (a device, FIFO or socket): {path!r}")
     if st.st_size > MAX_CONTENT_BYTES:
-        raise DiffError(f"the file is too large to diff ({st.st_size} bytes, limit {MAX_CONTENT_BYTES}): {path!r}")
+        raise ReviewError(f"the file is too large to diff ({st.st_size} bytes, limit {MAX_CONTENT_BYTES}): {path!r}")
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -289,9 +289,9 @@ def _read_original(path: str) -> str | None:
     try:
         data, _ = files.read(path, MAX_CONTENT_BYTES)  # a FIFO put in its place since: refused, never waited on
     except files.Unreadable as err:
-        raise DiffError(f"filePath is {err.reason}: {path!r}") from None
+        raise ReviewError(f"filePath is {err.reason}: {path!r}") from None
     except OSError as err:
-        raise DiffError(f"cannot read {path!r}: {err.strerror}") from None
+        raise ReviewError(f"cannot read {path!r}: {err.strerror}") from None
     # surrogateescape: undecodable bytes reach Neovim unchanged (pynvim encodes them back).
     return data.decode("utf-8", "surrogateescape")
 
@@ -342,14 +342,14 @@ def _small(file_path: str, new_content: str) -> bool:
 
 
 def _prepare(file_path: str, new_content: str) -> dict[str, Any]:
-    """Validate, read the original, and build what review/init.lua needs. Raises DiffError."""
+    """Validate, read the original, and build what review/init.lua needs. Raises ReviewError."""
     _check_path(file_path)
     try:
         size = len(new_content.encode("utf-8"))
     except UnicodeEncodeError:
-        raise DiffError("newContent is not valid Unicode text") from None
+        raise ReviewError("newContent is not valid Unicode text") from None
     if size > MAX_CONTENT_BYTES:
-        raise DiffError(f"newContent is too large ({size} bytes, limit {MAX_CONTENT_BYTES})")
+        raise ReviewError(f"newContent is too large ({size} bytes, limit {MAX_CONTENT_BYTES})")
     path = _key(file_path)
     signature = _signature(path)
     original = _read_original(path) if signature is not None else None
