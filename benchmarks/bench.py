@@ -173,7 +173,7 @@ def bench_server_start(base: Path, repeats: int) -> list[Row]:
 def bench_host_rss_in_use(base: Path) -> list[Row]:
     """Host memory after 100 context updates and 10 diffs, with a real client connected."""
     from bench_context import drain, wait_event
-    from soak import diff_cycle
+    from soak import review_cycle
 
     from conftest import Editor
 
@@ -193,7 +193,7 @@ def bench_host_rss_in_use(base: Path) -> list[Row]:
         target = sandbox.project / "target.txt"
         target.write_text("original\n")
         for n in range(10):
-            diff_cycle(editor, client, target, ("accept", "reject")[n % 2])
+            review_cycle(editor, client, target, ("accept", "reject")[n % 2])
         rss = psutil.Process(status["host_pid"]).memory_info().rss / 2**20
     finally:
         client.close()

@@ -51,7 +51,7 @@ import psutil
 import pynvim
 from bench import spawn_tui
 from bench_context import cursor_line
-from bench_diff import code
+from bench_review import code
 from benchlib import Row
 
 from conftest import INIT, NODE_DIR, NodeClient, Sandbox, attach_listening, wait_for

@@ -53,7 +53,7 @@ def keep_moving(address: Path, stop: threading.Event, counter: list[int]) -> Non
         nvim.close()
 
 
-def diff_cycle(editor: Editor, client: NodeClient, path: Path, outcome: str) -> None:
+def review_cycle(editor: Editor, client: NodeClient, path: Path, outcome: str) -> None:
     before = {d["id"] for d in editor.status()["diffs"]}
     request = client.send("openDiff", filePath=str(path), newContent=f"proposal {time.monotonic()}\n")
     # A new id: the last cycle's diff may still be listed until its outcome reaches the server.
@@ -110,7 +110,7 @@ def soak(base: Path, seconds: float) -> SoakResult:
             targets.append(target)
         # One warm-up cycle per outcome, so lazily created things exist before the baseline.
         for outcome in ("accept", "reject", "close"):
-            diff_cycle(editor, clients[0], targets[0], outcome)
+            review_cycle(editor, clients[0], targets[0], outcome)
         start = census(editor)
         motions = [0]
         mover = threading.Thread(target=keep_moving, args=(address, stop, motions), daemon=True)
@@ -120,7 +120,7 @@ def soak(base: Path, seconds: float) -> SoakResult:
         outcomes = itertools.cycle(["accept", "reject", "close"])
         while time.monotonic() < deadline:
             for client, target in zip(clients, targets, strict=True):
-                diff_cycle(editor, client, target, next(outcomes))
+                review_cycle(editor, client, target, next(outcomes))
                 cycles += 1
         stop.set()
         mover.join(60)

@@ -1,4 +1,4 @@
-"""Diff review costs (a `make bench` section; run alone: .venv/bin/python benchmarks/bench_diff.py).
+"""Review costs (a `make bench` section; run alone: .venv/bin/python benchmarks/bench_review.py).
 
 openDiff -> drawn: from handing `openDiff` to the real Gemini client until Neovim has
 redrawn the new tab (a UI is attached, so the redraw is real work), read on one clock:
