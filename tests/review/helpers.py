@@ -15,7 +15,7 @@ DIFF = "require('gemini_companion.review')"
 
 
 class Review:
-    """An editor and a connected Gemini client, with helpers for diffs."""
+    """An editor and a connected Gemini client, with helpers for reviews."""
 
     def __init__(self, editor: Editor, client: NodeClient) -> None:
         self.editor = editor
@@ -23,9 +23,9 @@ class Review:
         self.seen: list[dict[str, Any]] = []  # ide/diff* notifications the client received
 
     def open(self, path: Path | str, content: str) -> int:
-        """Ask for a diff; returns the request id, once the tab is there."""
+        """Ask for a review (openDiff); returns the request id, once the tab is there."""
         request = self.client.send("openDiff", filePath=str(path), newContent=content)
-        wait_for(lambda: self.info(path), what=f"the diff tab for {path}")
+        wait_for(lambda: self.info(path), what=f"the review tab for {path}")
         return request
 
     def info(self, path: Path | str) -> dict[str, int] | None:
@@ -56,7 +56,7 @@ class Review:
         return self.editor.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", info["proposal"])
 
     def closed(self, path: Path | str) -> bool:
-        """The diff is over and its buffers are gone."""
+        """The review is over and its buffers are gone."""
         return self.info(path) is None and not self.editor.lua(
             "for _, b in ipairs(vim.api.nvim_list_bufs()) do"
             "  if vim.api.nvim_buf_get_name(b):find('gemini://', 1, true) then return true end "
@@ -85,8 +85,8 @@ def write(path: Path, data: bytes) -> bytes:
 
 def settle(review: Review, path: Path) -> None:
     """Nothing still in flight: a later round trip has been through Neovim and the host."""
-    wait_for(lambda: review.closed(path), what=f"the diff of {path} to close")
-    wait_for(lambda: not review.editor.status()["diffs"], what="the host to forget the diff")
+    wait_for(lambda: review.closed(path), what=f"the review of {path} to close")
+    wait_for(lambda: not review.editor.status()["diffs"], what="the host to forget the review")
 
 
 def tabs(editor: Editor) -> int:

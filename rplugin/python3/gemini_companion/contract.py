@@ -40,7 +40,7 @@ class ClientInfo(TypedDict):
     agent: str | None  # the managed agent's name (None: a CLI the plugin did not start)
 
 
-class DiffInfo(TypedDict):
+class ReviewInfo(TypedDict):  # an open review, as status() lists it under `diffs` (a public name)
     id: int
     file: str
     session: str
@@ -77,7 +77,7 @@ class Status(TypedDict):
     discovery_files: list[str]
     discovery_errors: list[str]
     clients: list[ClientInfo]
-    diffs: list[DiffInfo]
+    diffs: list[ReviewInfo]
     tools: ToolsEndpoint | None  # the model's editor tools (tools.py); None when stopped
     changes: ChangesInfo  # what agents changed, turn by turn (changes.py)
 

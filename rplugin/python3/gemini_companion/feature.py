@@ -1,4 +1,4 @@
-"""The seam between the server core and what it offers (context sharing, diffs).
+"""The seam between the server core and what it offers (context sharing, reviews).
 
 A feature is a plain object: Lua-callable methods, MCP tools, and reactions to
 clients coming and going. It talks to clients through `Link`, which is safe to
