@@ -126,7 +126,7 @@ end
 ---@param opts? {plain?: boolean}
 ---@return string
 function M.statusline(opts)
-  return require('gemini_companion.agents.attention').statusline(opts)
+  return require('gemini_companion.agents.statusline').get(opts)
 end
 
 --- Human-readable status lines (`:GeminiCompanion status`).
