@@ -470,4 +470,15 @@ end
 M.defaults = H.defaults_of(M.schema)
 M.options = H.defaults_of(M.schema)
 
+-- Options setup() kept at startup (so that startup loads nothing but init.lua) are checked now, at
+-- their first use: a wrong one is one line, and the defaults stand.
+local companion = package.loaded['gemini_companion']
+local pending = companion and companion.take_pending and companion.take_pending()
+if pending then
+  local ok, err = pcall(M.set, pending.opts)
+  if not ok then
+    message.notify(tostring(err), 'error')
+  end
+end
+
 return M

@@ -30,9 +30,9 @@ def test_a_hung_read_is_an_error_in_time_and_holds_up_no_later_read(tmp_path, mo
     """Reads stuck in the kernel (more than the shared executor has workers) time out with one
     line each; a read after them still answers; past MAX_HUNG_READS stuck ones a read is refused at
     once, and when they come loose, reads go again."""
-    from gemini_companion.tools import tools
+    from gemini_companion.tools import reader
 
-    monkeypatch.setattr(tools, "READ_SECONDS", 0.2)
+    monkeypatch.setattr(reader, "READ_SECONDS", 0.2)
     fifo = tmp_path / "hung"
     os.mkfifo(fifo)
     fine = tmp_path / "fine.txt"
@@ -43,23 +43,23 @@ def test_a_hung_read_is_an_error_in_time_and_holds_up_no_later_read(tmp_path, mo
             return stuck.read()
 
     async def scenario() -> None:
-        reader = tools.Reader()
-        for i in range(tools.MAX_HUNG_READS):  # more than asyncio's shared executor has threads
-            with pytest.raises(tools.ToolError, match=r"^'hung' gave nothing within 0.2 s \(a hung mount\?\)$"):
-                await reader.run("'hung'", hang)
-            if i < tools.MAX_HUNG_READS - 1:
-                assert await reader.run("'fine.txt'", fine.read_bytes) == b"fine\n"  # nothing held up
-        with pytest.raises(tools.ToolError, match=f"^{tools.MAX_HUNG_READS} earlier file reads are still hung"):
-            await reader.run("'fine.txt'", fine.read_bytes)
+        hung_reads = reader.Reader()
+        for i in range(reader.MAX_HUNG_READS):  # more than asyncio's shared executor has threads
+            with pytest.raises(reader.ToolError, match=r"^'hung' gave nothing within 0.2 s \(a hung mount\?\)$"):
+                await hung_reads.run("'hung'", hang)
+            if i < reader.MAX_HUNG_READS - 1:
+                assert await hung_reads.run("'fine.txt'", fine.read_bytes) == b"fine\n"  # nothing held up
+        with pytest.raises(reader.ToolError, match=f"^{reader.MAX_HUNG_READS} earlier file reads are still hung"):
+            await hung_reads.run("'fine.txt'", fine.read_bytes)
         while True:  # a writer's open lets the stuck readers go; then reads run again
             try:
                 os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
             except OSError:  # ENXIO: no reader is stuck (any more)
                 pass
             try:
-                assert await reader.run("'fine.txt'", fine.read_bytes) == b"fine\n"
+                assert await hung_reads.run("'fine.txt'", fine.read_bytes) == b"fine\n"
                 return
-            except tools.ToolError as err:
+            except reader.ToolError as err:
                 assert "still hung" in str(err)
                 await asyncio.sleep(0.01)
 
@@ -67,7 +67,7 @@ def test_a_hung_read_is_an_error_in_time_and_holds_up_no_later_read(tmp_path, mo
 
 
 def test_a_range_reads_only_its_lines(tmp_path):
-    from gemini_companion.tools.tools import ToolError, read_inside
+    from gemini_companion.tools.confined import ToolError, read_inside
 
     big = tmp_path / "big.log"
     with open(big, "wb") as out:

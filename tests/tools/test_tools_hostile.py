@@ -359,7 +359,7 @@ def test_a_root_or_its_parent_replaced_by_a_link_is_refused_not_followed(nest, o
     the home folder afterwards moves no root. A path named through it is outside; one checked
     before the swap is refused when read; swapped back, the same calls answer again."""
     from gemini_companion.server.launch import clean_roots
-    from gemini_companion.tools.tools import ToolError, confine, read_inside
+    from gemini_companion.tools.confined import ToolError, confine, read_inside
 
     roots = clean_roots([str(nest / root) for root in order])
     checked = confine(str(nest / "ws" / "sub" / "f.txt"), roots)
@@ -383,7 +383,7 @@ def test_a_single_root_swapped_in_a_race_never_yields_an_outside_byte(nest):
     read a file in it: every call gives the inside bytes or a one-line ToolError, never an
     outside byte and never a bare OSError (resolving a name mid-swap raises one)."""
     from gemini_companion.server.launch import clean_roots
-    from gemini_companion.tools.tools import ToolError, confine, read_inside
+    from gemini_companion.tools.confined import ToolError, confine, read_inside
 
     exchange = renameat2_exchange()
     if exchange is None:

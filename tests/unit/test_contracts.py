@@ -45,8 +45,8 @@ def test_every_terminal_env_key_is_set_or_unset_together():
 
 
 def test_subcommands_come_from_one_table_and_all_are_documented():
-    init = (LUA / "init.lua").read_text()
-    table = init[init.index("M.subcommands = {") : init.index("\n}\n", init.index("M.subcommands = {"))]
+    command = (LUA / "command.lua").read_text()
+    table = command[command.index("M.subcommands = {") : command.index("\n}\n", command.index("M.subcommands = {"))]
     names = {a or b for a, b in re.findall(r"^  (?:\['([\w-]+)'\]|(\w+)) = ", table, re.M)}
     assert names >= {"start", "stop", "restart", "status", "install"}
     signature = re.search(r"^:GeminiCompanion \[([\w|-]+)\]", DOC, re.M)

@@ -110,17 +110,17 @@ def test_a_fifo_swapped_in_after_a_check_by_path_is_still_never_waited_on(tmp_pa
 def test_a_revert_never_reads_more_of_a_file_than_the_turn_left(tmp_path: Path) -> None:
     """The check before a revert read the file there whole (no bound): a huge file put in its place
     was read into memory to be compared. It is judged by what the turn left, and not read past it."""
-    from gemini_companion.changes import changes
+    from gemini_companion.changes import revert
 
     with (tmp_path / "f").open("wb") as huge:
         huge.truncate(1 << 40)  # sparse: a terabyte that costs no disk
     (tmp_path / "small").write_bytes(b"turn\n")
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        with pytest.raises(changes.RevertError, match="changed after the turn"):
-            changes._replace(folder, "f", {"kind": "file", "data": "turn\n"}, {"kind": "none"})
+        with pytest.raises(revert.RevertError, match="changed after the turn"):
+            revert._replace(folder, "f", {"kind": "file", "data": "turn\n"}, {"kind": "none"})
         assert (tmp_path / "f").stat().st_size == 1 << 40  # left as it is
-        changes._replace(folder, "small", {"kind": "file", "data": "turn\n"}, {"kind": "none"})
+        revert._replace(folder, "small", {"kind": "file", "data": "turn\n"}, {"kind": "none"})
         assert not (tmp_path / "small").exists()
     finally:
         os.close(folder)

@@ -1,11 +1,11 @@
 --- What each managed agent is doing (starting, idle, working, waiting, exited), told by the CLI's
 --- own hooks (changes.py forwards them: `attention.event`) or, where no hook runs, by what its
 --- terminal shows (attention/screen.lua reads it); one `vim.notify` line when a hidden agent starts
---- waiting or ends a turn; and the statusline string, rebuilt on the plugin's User events only, so
---- a redraw reads a cached string.
+--- waiting or ends a turn. The statusline string that shows it is agents/statusline.lua's.
 local config = require('gemini_companion.config')
 local message = require('gemini_companion.message')
 local screen = require('gemini_companion.agents.attention.screen')
+require('gemini_companion.agents.statusline') -- loaded with the states it shows: it counts every event
 
 local M = {}
 
@@ -31,21 +31,8 @@ local DIALOG_GRACE_MS = 30000 -- Gemini draws the dialog after the hook: until s
 local FINISH_WAIT_MS = 5000 -- a turn's end waits this long for its file count (changes.py's snapshot)
 local SCREEN_LINES = 120 -- the bottom of the screen (attention/screen.lua reads where the CLI draws)
 
-local HIGHLIGHTS = {
-  GeminiStatusStarting = 'Comment',
-  GeminiStatusIdle = 'StatusLine',
-  GeminiStatusWorking = 'DiagnosticInfo',
-  GeminiStatusWaiting = 'DiagnosticWarn',
-  GeminiStatusExited = 'Comment',
-  GeminiStatusReviews = 'DiagnosticHint',
-  GeminiStatusFiles = 'Comment',
-}
-
 local focused = true -- Neovim has the focus (FocusLost / FocusGained)
-local exited = {} ---@type table<string, true> agents whose process ended (shown until they start again)
-local last_files = nil ---@type integer? files changed in the last ended turn
 local timer = nil ---@type uv.uv_timer_t?
-local cache = { line = '', plain = '' }
 
 ---@return table
 local function agents()
@@ -77,50 +64,6 @@ local function tell(agent, text, level)
   end
   agents().last = agent.name -- :Gemini goes to the agent that asked
   message.notify(clean(agent.name, 60) .. ' ' .. text, level)
-end
-
---- The statusline strings, from the running agents, the open reviews and the last turn.
-local function rebuild()
-  local parts, plain = {}, {}
-  local list = package.loaded['gemini_companion.agents'] and agents().list() or {}
-  local names = {}
-  for _, item in ipairs(list) do
-    names[item.name] = true
-  end
-  for name in pairs(exited) do
-    if not names[name] then
-      table.insert(list, { name = name, state = 'exited' })
-    end
-  end
-  table.sort(list, function(a, b)
-    return a.name < b.name
-  end)
-  for _, item in ipairs(list) do
-    local state = item.state or 'starting'
-    local text = ('%s %s'):format(item.name, state)
-    local group = 'GeminiStatus' .. state:sub(1, 1):upper() .. state:sub(2)
-    table.insert(parts, ('%%#%s#%s%%*'):format(group, text:gsub('%%', '%%%%')))
-    table.insert(plain, text)
-  end
-  local reviews = #(require('gemini_companion.state').current.diffs or {})
-  if reviews > 0 then
-    local text = ('%d review%s'):format(reviews, reviews == 1 and '' or 's')
-    table.insert(parts, '%#GeminiStatusReviews#' .. text .. '%*')
-    table.insert(plain, text)
-  end
-  if last_files and #list > 0 then
-    local text = ('%d file%s'):format(last_files, last_files == 1 and '' or 's')
-    table.insert(parts, '%#GeminiStatusFiles#' .. text .. '%*')
-    table.insert(plain, text)
-  end
-  cache.line, cache.plain = table.concat(parts, ' · '), table.concat(plain, ' · ')
-end
-
---- The cached statusline string (`plain`: without highlight groups, for lualine and the like).
----@param opts? {plain?: boolean}
----@return string
-function M.statusline(opts)
-  return opts and opts.plain and cache.plain or cache.line
 end
 
 -- --- states -------------------------------------------------------------------------------
@@ -401,7 +344,6 @@ end
 
 ---@param agent gemini_companion.Agent
 function M.started(agent)
-  exited[agent.name] = nil
   agent.heard = false
   M.set(agent, 'starting')
 end
@@ -409,22 +351,12 @@ end
 ---@param agent gemini_companion.Agent
 function M.exited(agent)
   agent.finish = nil
-  exited[agent.name] = true
   M.set(agent, 'exited')
 end
 
 -- --- events --------------------------------------------------------------------------------
 
-local function highlights()
-  for name, link in pairs(HIGHLIGHTS) do
-    vim.api.nvim_set_hl(0, name, { link = link, default = true })
-  end
-end
-
-highlights()
-
 local group = vim.api.nvim_create_augroup('gemini_companion_attention', { clear = true })
-vim.api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
 vim.api.nvim_create_autocmd('FocusLost', {
   group = group,
   callback = function()
@@ -443,7 +375,6 @@ vim.api.nvim_create_autocmd('User', {
   callback = function(ev)
     local data = type(ev.data) == 'table' and ev.data or {}
     local count = type(data.files) == 'table' and #data.files or 0
-    last_files = count
     local agent = type(data.agent) == 'string'
       and package.loaded['gemini_companion.agents']
       and agents().get(data.agent)
@@ -453,22 +384,6 @@ vim.api.nvim_create_autocmd('User', {
         say_finished(agent)
       end
     end
-    rebuild()
   end,
 })
-vim.api.nvim_create_autocmd('User', {
-  group = group,
-  pattern = {
-    'GeminiAgentState',
-    'GeminiAgentStarted',
-    'GeminiAgentExited',
-    'GeminiDiffOpened',
-    'GeminiDiffClosed',
-    'GeminiStatusChanged',
-  },
-  callback = rebuild,
-})
-
-rebuild()
-
 return M

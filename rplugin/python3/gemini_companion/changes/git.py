@@ -31,7 +31,7 @@ SAFE_CONFIG = {
 }
 # Which config files git reads is the user's choice; every other GIT_* variable (GIT_DIR,
 # GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, GIT_CONFIG_PARAMETERS, ...) is dropped
-# (GIT_DIR and GIT_WORK_TREE only name a dotfiles work tree, read as files: see _env_repo).
+# (GIT_DIR and GIT_WORK_TREE only name a dotfiles work tree, read as files: see user_repo.py).
 USER_GIT_ENV = ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1", "LC_ALL": "C"}
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemini_companion import files
-from gemini_companion.changes import git, git_index
+from gemini_companion.changes import git, git_index, user_repo
 from gemini_companion.changes.git import SnapshotError
 
 # The bytes on disk are the blob, whatever .gitattributes says ($GIT_DIR/info/attributes has the
@@ -40,7 +40,6 @@ EMPTY_BLOBS = (
     "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
     "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
 )
-SMALL_FILE = 1 << 20  # a `.git` file, commondir, info/exclude: read at most this much
 # The user's index is copied to start ours only up to this size (about a million paths): a bigger
 # one (or a sparse file posing as one) is not reused, every file is hashed from scratch instead,
 # rather than copying and reading gigabytes.
@@ -319,7 +318,7 @@ class Snapshotter:
     def _repo(self, cwd: str, *, alone: bool = False) -> _Repo:
         """Our repository for the work tree holding `cwd` (`alone`: `cwd` itself, outside git),
         made on first use."""
-        work_tree, user, dotfiles = (cwd, None, False) if alone else _work_tree(cwd)
+        work_tree, user, dotfiles = (cwd, None, False) if alone else user_repo.find(cwd)
         key = f"{work_tree}\0{user[0] if user else ''}"
         if key in self._repos:
             return self._repos[key]
@@ -353,48 +352,6 @@ class Snapshotter:
         return str(path)
 
 
-def _work_tree(cwd: str) -> tuple[str, tuple[str, str] | None, bool]:
-    """The folder holding the nearest `.git` at or above `cwd` (else `cwd`), and that repository's
-    git dir and common dir (linked worktrees and submodules have a `.git` file naming it), read
-    as files as git itself would: git is told where the work tree is, never asked. A work tree
-    that Neovim's environment names (GIT_WORK_TREE with GIT_DIR: a dotfiles repository over the
-    home folder; not when GIT_DIR is that folder's `.git`: a plain repository) counts as a `.git`
-    of its own at that folder, after a `.git` there; then True (only tracked files)."""
-    env_tree, env_dir = _env_repo()
-    folder, dotfiles = cwd, False
-    while True:
-        dotgit = os.path.join(folder, ".git")
-        if os.path.isdir(dotgit):
-            git_dir = dotgit
-            break
-        if os.path.isfile(dotgit):
-            text = _read_small(dotgit)
-            if text is None or not text.startswith(b"gitdir: "):
-                return folder, None, False
-            git_dir = os.path.join(folder, os.fsdecode(text[8:].rstrip(b"\r\n")))
-            break
-        if folder == env_tree:
-            git_dir, dotfiles = env_dir, True
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return cwd, None, False
-        folder = parent
-    common = _read_small(os.path.join(git_dir, "commondir"))
-    common_dir = os.path.join(git_dir, os.fsdecode(common.rstrip(b"\r\n"))) if common else git_dir
-    return folder, (os.path.normpath(git_dir), os.path.normpath(common_dir)), dotfiles
-
-
-def _env_repo() -> tuple[str | None, str]:
-    """The work tree and git dir Neovim's environment names (both absolute; the git dir has a HEAD
-    file), as real paths; else (None, "")."""
-    tree, git_dir = os.environ.get("GIT_WORK_TREE", ""), os.environ.get("GIT_DIR", "")
-    if not (os.path.isabs(tree) and os.path.isabs(git_dir)) or _read_small(os.path.join(git_dir, "HEAD")) is None:
-        return None, ""
-    tree, git_dir = os.path.realpath(tree), os.path.realpath(git_dir)
-    return (None, "") if git_dir == os.path.join(tree, ".git") else (tree, git_dir)
-
-
 def _too_much(sizes: dict[str, int]) -> str:
     """Why the files to hash are more than one snapshot copies; "" if they are not."""
     if len(sizes) > MAX_NEW_FILES:
@@ -417,14 +374,6 @@ def _paths(entries: str) -> list[str]:
     return list(dict.fromkeys(entry.partition("\t")[2] for entry in entries.split("\0") if entry))
 
 
-def _read_small(path: str) -> bytes | None:
-    """A regular file's first bytes (never a FIFO, a device or a symlink); None if not one."""
-    try:
-        return files.read(path, SMALL_FILE, follow=False, prefix=True)[0]
-    except OSError:
-        return None
-
-
 def _copy_file(source: str, target: str, max_bytes: int) -> bytes | None:
     """Copy a regular file (never a FIFO, a device or a symlink) of at most `max_bytes`: its bytes;
     None if it is not one, or bigger (or grew past that as it was read)."""
@@ -438,7 +387,7 @@ def _copy_file(source: str, target: str, max_bytes: int) -> bytes | None:
 
 def _sync(source: str, target: str) -> None:
     """`target` holds what the regular file `source` holds (or nothing)."""
-    text = _read_small(source) or b""
+    text = user_repo.read_small(source) or b""
     with contextlib.suppress(FileNotFoundError):
         if Path(target).read_bytes() == text:
             return

@@ -1,6 +1,6 @@
 """A path whose type a turn changed, taken back whole: a file or a symlink that became a folder
 (the agent deleted `f` and made `f/` with files in it), a folder that became a file or a symlink.
-changes_put (changes.py) hands it here when either version is a folder, given as
+changes_put (revert.py) hands it here when either version is a folder, given as
 {kind = "folder", files = [{path (inside it), kind, data, mode}]}: the turn's files under it.
 
 The old version comes back (type, bytes, execute bit) only while nothing of the user's would be
@@ -23,7 +23,7 @@ import stat
 from typing import Any
 
 from gemini_companion import files
-from gemini_companion.changes.changes import DIR_FLAGS, RevertError, _bytes, create, open_folder, temporary
+from gemini_companion.changes.revert import DIR_FLAGS, RevertError, as_bytes, create, open_folder, temporary
 
 MAX_DEPTH = 200  # folders inside folders a check goes down (a path is at most 4096 bytes)
 
@@ -79,7 +79,7 @@ class _Look:
 
     def __init__(self, version: dict[str, Any], path: str, extra: list[bytes] | None = None, ended: float = 0):
         self.version, self.path, self.extra, self.ended = version, path, extra, ended
-        self.files = {_bytes(file["path"]): file for file in version.get("files", [])}
+        self.files = {as_bytes(file["path"]): file for file in version.get("files", [])}
 
     def check(self, parent: int, name: str) -> None:
         why = self.differs(parent, name)
@@ -143,7 +143,7 @@ class _Look:
 
 def _same(fd: int, name: str, info: os.stat_result, version: dict[str, Any]) -> bool:
     """Is `name` (lstat `info`) the file or link `version` says: bytes or target, execute bit?"""
-    data = _bytes(version.get("data"))
+    data = as_bytes(version.get("data"))
     if version["kind"] == "link":
         return stat.S_ISLNK(info.st_mode) and os.fsencode(os.readlink(name, dir_fd=fd)) == data
     if not stat.S_ISREG(info.st_mode) or info.st_size != len(data):
@@ -165,7 +165,7 @@ def _build(parent: int, name: str, want: dict[str, Any]) -> None:
     fd = os.open(name, DIR_FLAGS, dir_fd=parent)
     try:
         for file in want["files"]:
-            *folders, last = _bytes(file["path"]).split(b"/")
+            *folders, last = as_bytes(file["path"]).split(b"/")
             if any(part in (b"", b".", b"..") for part in [*folders, last]):
                 raise RevertError("not a path of the work tree: left as it is")
             inner = open_folder(fd, folders, True)
@@ -204,7 +204,7 @@ def _remove(parent: int, name: str, version: dict[str, Any] | None) -> None:
     if not folder:
         os.unlink(name, dir_fd=parent)
     else:
-        _clear(parent, name, None if version is None else {_bytes(f["path"]) for f in version.get("files", [])})
+        _clear(parent, name, None if version is None else {as_bytes(f["path"]) for f in version.get("files", [])})
 
 
 def _clear(parent: int, name: str | bytes, files: set[bytes] | None, prefix: bytes = b"") -> None:

@@ -7,12 +7,12 @@ without blocking (LSP requests are asynchronous) and answers with `tool_result`.
 here writes anything.
 
 A checked path can be swapped (a symlink, a directory) before it is read, so the bytes a tool
-gives are never read by path: `read_inside` opens the file one component at a time from `/`,
+gives are never read by path: `read_inside` (confined.py) opens the file one component at a time from `/`,
 through the root as it was resolved when it was set (launch.clean_roots), without following any
 link, and Lua gets those bytes (`file`) with the call. A root is never resolved again: a root
 (or a folder above it) replaced by a link later is refused, never followed.
 Resolving a path (`confine`) and reading it run off the server loop, on a thread of their own,
-for at most READ_SECONDS (`Reader`): a file on a hung mount, where even a stat never returns, is a
+for at most READ_SECONDS (`Reader`, reader.py): a file on a hung mount, where even a stat never returns, is a
 one-line error in time and holds up no later call. read_buffer with an end_line reads only up to
 that line (a 200 MB log answers its first lines).
 Lua reads no file itself; where Neovim must load one (a language server needs a buffer) it keeps
@@ -23,19 +23,16 @@ workspace never brings its text.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import itertools
 import json
-import os
-import stat
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gemini_companion import files
 from gemini_companion.feature import Link, Tool, error, text
-from gemini_companion.server.http_guard import MAX_PATH, quote
+from gemini_companion.server.http_guard import quote
+from gemini_companion.tools.confined import MAX_FILE_BYTES, ToolError, confine, read_inside
+from gemini_companion.tools.reader import Reader, settle
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,11 +40,7 @@ if TYPE_CHECKING:
     from gemini_companion.companion import Editor
 
 ANSWER_SECONDS = 15.0  # Neovim's own bound for a language server is 5 s (tools/lsp.lua)
-READ_SECONDS = 5.0  # a file that gives no bytes in this time (a hung mount) is an error
-MAX_HUNG_READS = 16  # reads still stuck after their time: more refuse at once (threads are not free)
 SEVERITIES = ("error", "warning", "info", "hint")
-MAX_FILE_BYTES = 8 << 20  # what a tool reads of one file; a larger one is refused
-CHUNK = 64 << 10  # one read(2): a range reads at most this much past its last line
 MAX_STRING = 1000  # any other string argument (a symbol query)
 MAX_INTEGER = 2**31 - 1  # lines and columns
 MAX_MESSAGE = 300  # an error line the model gets
@@ -55,13 +48,6 @@ SNIPPET_CHARS = 500  # of a definition's or reference's line
 # Tools whose path names a file they read: Python reads it (read_inside) and hands Lua the bytes.
 READS = {"read_buffer", "open_file", "lsp_definition", "lsp_references", "lsp_hover", "lsp_document_symbols"}
 SNIPPETS = {"lsp_definition": "definitions", "lsp_references": "references"}
-CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-# A folder on the way to a file: never a link; O_PATH (Linux) needs only search permission.
-FOLDER = (getattr(os, "O_PATH", 0) or os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC
-
-
-class ToolError(Exception):
-    """Bad input: the one line the model gets back."""
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -104,133 +90,6 @@ SPECS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def confine(path: Any, roots: list[str]) -> str:
-    """The resolved absolute path, if it lies inside a workspace root (symlinks followed). A
-    check only: what is read is read by `read_inside`, which holds even if the path changes."""
-    if not isinstance(path, str) or not path or "\0" in path:
-        raise ToolError("path must be a non-empty string without NUL")
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH:
-        raise ToolError(f"path {quote(path)} is longer than {MAX_PATH} bytes")
-    if not roots:
-        raise ToolError("the editor has no workspace folder")
-    absolute = path if os.path.isabs(path) else os.path.join(roots[0], path)
-    try:
-        resolved = os.path.realpath(absolute)
-    except OSError:  # a link that vanished between realpath's lstat and readlink
-        raise ToolError(f"{quote(path)} changed while it was being resolved") from None
-    if _root_of(resolved, roots) is None:
-        raise ToolError(f"{quote(path)} is outside the workspace ({quote(', '.join(roots), 200)})")
-    return resolved
-
-
-def _root_of(path: str, roots: list[str]) -> str | None:
-    """The root `path` lies in, by name. Roots are compared as stored (resolved once, when they
-    were set): resolving them again would follow a link swapped in for one since."""
-    for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-            return root
-    return None
-
-
-def read_inside(path: str, roots: list[str], lines: int | None = None) -> bytes:
-    """The bytes of the regular file `path` (absolute, resolved: what `confine` returns), opened
-    one component at a time from `/` through its root as stored, never through a symlink
-    (O_NOFOLLOW): a link or directory swapped in after the check, for a folder of the file or of
-    the root, makes the open fail instead of leaving the workspace. FIFOs and devices are refused
-    without blocking (O_NONBLOCK, then fstat), large files by size. With `lines`, only the file's
-    first `lines` lines are read (the bytes end after the last one's newline, or at the end of the
-    file): the size limit is then on those bytes, not on the file. ToolError (one line) for all
-    of that."""
-    root = _root_of(path, roots)
-    if root is None:
-        raise ToolError(f"{quote(path)} is outside the workspace")
-    relative = os.path.relpath(path, root)
-    name = quote(relative, 200)
-    parts = [part for part in relative.split(os.sep) if part not in ("", ".")]
-    if not parts or ".." in parts:
-        raise ToolError(f"{name} is not a file")
-    dir_fd = _open_root(root)
-    try:
-        for part in parts[:-1]:
-            try:
-                fd = os.open(part, FOLDER, dir_fd=dir_fd)
-            except OSError as err:
-                raise ToolError(f"{name}: {_why(err, part, dir_fd)}") from None
-            os.close(dir_fd)
-            dir_fd = fd
-        try:  # the leaf judged on what was opened: never through a link, never waiting on a FIFO
-            fd, info = files.open_judged(parts[-1], dir_fd=dir_fd, follow=False)
-        except files.Unreadable as err:
-            what = "is a directory" if err.reason == "a folder" else "is not a regular file (a FIFO, socket or device)"
-            raise ToolError(f"{name} {what}") from None
-        except OSError as err:
-            raise ToolError(f"{name}: {_why(err, parts[-1], dir_fd)}") from None
-    finally:
-        os.close(dir_fd)
-    try:
-        too_big = f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
-        if lines is None and info.st_size > MAX_FILE_BYTES:
-            raise ToolError(too_big)
-        data = bytearray()
-        found = 0  # newlines in `data`
-        while len(data) <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(CHUNK, MAX_FILE_BYTES + 1 - len(data)))
-            if not chunk:
-                return bytes(data)
-            if lines is not None and found + chunk.count(b"\n") >= lines:
-                end = -1
-                for _ in range(lines - found):
-                    end = chunk.index(b"\n", end + 1)
-                return bytes(data + chunk[: end + 1])
-            found += chunk.count(b"\n")
-            data += chunk
-        if lines is not None:
-            raise ToolError(
-                f"the first {lines} lines of {name} are more than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
-            )
-        raise ToolError(too_big)
-    except OSError as err:
-        raise ToolError(f"{name}: {err.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def _open_root(root: str) -> int:
-    """A descriptor of the folder `root` names, walked from `/` without following any link: the
-    root was resolved when it was set, so a link on its way now is one swapped in since."""
-    parts = [part for part in root.split(os.sep) if part]
-    if not os.path.isabs(root) or ".." in parts:
-        raise ToolError(f"the workspace folder {quote(root, 200)} is not a resolved path")
-    try:
-        dir_fd = os.open(os.sep, FOLDER)
-    except OSError as err:
-        raise ToolError(f"the workspace folder cannot be opened: {err.strerror}") from None
-    for part in parts:
-        try:
-            fd = os.open(part, FOLDER, dir_fd=dir_fd)
-        except OSError as err:
-            raise ToolError(f"the workspace folder {quote(root, 200)}: {_why(err, part, dir_fd)}") from None
-        finally:
-            os.close(dir_fd)
-        dir_fd = fd
-    return dir_fd
-
-
-def _why(err: OSError, part: str, dir_fd: int) -> str:
-    """Why opening `part` (in `dir_fd`) failed, in words."""
-    try:
-        link = stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        link = False
-    if link:  # O_NOFOLLOW met a symlink where the check had resolved none
-        return "changed while it was being opened (a symlink appeared)"
-    if err.errno in (errno.ENOENT, errno.ENOTDIR):
-        return "no such file"
-    if err.errno == errno.ENXIO:  # what open(2) says of a socket (and of a device with no driver)
-        return "is not a regular file (a socket or device)"
-    return err.strerror or str(err)
-
-
 def _file(path: str, roots: list[str], lines: int | None = None) -> dict[str, Any]:
     """What Lua gets of the file a tool names: its bytes (`partial` when only the first `lines`
     lines were read and the file goes on), or why there are none."""
@@ -243,53 +102,6 @@ def _file(path: str, roots: list[str], lines: int | None = None) -> dict[str, An
     if lines is not None and data.count(b"\n") >= lines:
         return {"data": data, "partial": True}
     return {"data": data}
-
-
-class Reader:
-    """Runs file reads off the server loop, each on a thread of its own, for at most
-    READ_SECONDS: a read stuck in the kernel (a hung mount) cannot be cancelled, so it keeps only
-    its own thread and never holds up later calls (the shared executor would, once its few workers
-    all hang). While MAX_HUNG_READS reads are still stuck past their time, reads are refused at
-    once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._hung = 0
-
-    async def run(self, what: str, read: Callable[[], Any]) -> Any:
-        """read()'s value, or ToolError (one line) when it does not return in time."""
-        import asyncio  # here, not at the top: asyncio costs the host's startup 45 ms
-
-        with self._lock:
-            if self._hung >= MAX_HUNG_READS:
-                raise ToolError(f"{self._hung} earlier file reads are still hung (a stuck mount?)")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        state = {"ended": False, "late": False}
-
-        def work() -> None:
-            try:
-                value: Any = ("ok", read())
-            except Exception as err:  # noqa: BLE001 - handed to the caller, who raises it
-                value = ("raise", err)
-            with self._lock:
-                state["ended"] = True
-                self._hung -= state["late"]
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
-                loop.call_soon_threadsafe(_settle, future, value)
-
-        threading.Thread(target=work, name="gemini-companion-read", daemon=True).start()
-        try:
-            kind, value = await asyncio.wait_for(asyncio.shield(future), READ_SECONDS)
-        except asyncio.TimeoutError:
-            with self._lock:
-                if not state["ended"]:
-                    state["late"] = True
-                    self._hung += 1
-            raise ToolError(f"{what} gave nothing within {READ_SECONDS:g} s (a hung mount?)") from None
-        if kind == "raise":
-            raise value
-        return value
 
 
 def _add_snippets(items: list[dict[str, Any]], roots: list[str]) -> None:
@@ -385,7 +197,7 @@ class ToolsFeature:
         with self._lock:
             waiting, self._waiting = self._waiting, {}
         for loop, future in waiting.values():
-            loop.call_soon_threadsafe(_settle, future, {"error": "the server stopped"})
+            loop.call_soon_threadsafe(settle, future, {"error": "the server stopped"})
 
     def status(self) -> dict[str, Any]:
         return {}
@@ -451,9 +263,4 @@ class ToolsFeature:
             waiting = self._waiting.get(int(params.get("id", 0)))
         if waiting is not None:
             loop, future = waiting
-            loop.call_soon_threadsafe(_settle, future, params)
-
-
-def _settle(future: asyncio.Future[Any], answer: Any) -> None:
-    if not future.done():
-        future.set_result(answer)
+            loop.call_soon_threadsafe(settle, future, params)
