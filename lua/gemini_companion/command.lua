@@ -71,10 +71,10 @@ M.subcommands = {
     vim.api.nvim_echo({ { table.concat(M.status_lines(), '\n') } }, false, {})
   end,
   ['enable-cli'] = function(cli)
-    require('gemini_companion.agents.cli_settings').command('enable', cli)
+    require('gemini_companion.agents.cli_settings.ask').command('enable', cli)
   end,
   ['disable-cli'] = function(cli)
-    require('gemini_companion.agents.cli_settings').command('disable', cli)
+    require('gemini_companion.agents.cli_settings.ask').command('disable', cli)
   end,
   install = function()
     host.install(function(ok)

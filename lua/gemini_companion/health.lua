@@ -268,7 +268,7 @@ local function check_tools()
     health.ok(('Gemini CLI: registered in %s'):format(path))
   end
   local cwd = vim.fn.getcwd()
-  local trusted, why = cli_settings.gemini_trust(cwd)
+  local trusted, why = require('gemini_companion.agents.cli_settings.trust').gemini(cwd)
   if trusted == false then
     health.warn(('Gemini CLI starts no MCP server in an untrusted folder: %s (%s)'):format(cwd, why), {
       'trust the folder in Gemini (/permissions trust), then restart the agent',
@@ -334,7 +334,7 @@ local function check_changes()
       ),
       { ':GeminiCompanion enable-cli gemini adds it (the next start does, but with cli_settings = "never")' }
     )
-  elseif cli_settings.gemini_trust(cwd) ~= true then
+  elseif require('gemini_companion.agents.cli_settings.trust').gemini(cwd) ~= true then
     health.warn('Gemini CLI runs no hooks in a folder it does not trust (see the tools section)', { fallback })
   else
     health.ok('Gemini CLI: turn hooks registered, and the folder is trusted')

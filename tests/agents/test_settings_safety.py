@@ -762,14 +762,14 @@ def test_ask_without_a_ui_is_no_and_says_how_in_one_line(editor_factory):
     path.parent.mkdir(parents=True)
     path.write_text('{"a": 1}')
     assert ed.lua("return #vim.api.nvim_list_uis()") == 0  # --embed --headless, no UI attached
-    ed.lua("require('gemini_companion.agents.cli_settings').before_start('gemini', 'ask')")
+    ed.lua("require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'ask')")
     assert path.read_text() == '{"a": 1}'
     said = [line for line in ed.messages().splitlines() if "enable-cli" in line]
     assert len(said) == 1 and "not changed" in said[0], ed.messages()
-    ed.lua("require('gemini_companion.agents.cli_settings').command('enable', 'gemini')")  # the explicit command
+    ed.lua("require('gemini_companion.agents.cli_settings.ask').command('enable', 'gemini')")  # the explicit command
     assert json.loads(path.read_text())["ide"]["enabled"] is True
     path.write_text('{"ide": {"enabled": false}}')  # turned off by the user: asking again needs a UI
-    ed.lua("require('gemini_companion.agents.cli_settings').command('enable', 'gemini')")
+    ed.lua("require('gemini_companion.agents.cli_settings.ask').command('enable', 'gemini')")
     assert path.read_text() == '{"ide": {"enabled": false}}'
 
 
@@ -784,7 +784,8 @@ def test_only_an_explicit_yes_writes(editor_factory, key, written):
     ed.nvim.ui_attach(80, 24, ext_linegrid=True)
     ed.lua("vim.g.asked = nil")
     ed.nvim.exec_lua(
-        "require('gemini_companion.agents.cli_settings').before_start('gemini', 'ask'); vim.g.asked = true", async_=True
+        "require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'ask'); vim.g.asked = true",
+        async_=True,
     )
     wait_for(lambda: ed.nvim.api.get_mode()["mode"] == "r?", what="the question up")
     ed.nvim.input(key)
@@ -874,12 +875,12 @@ def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):
     path = gemini_settings_path(ed)
     path.parent.mkdir(parents=True)
     path.write_text("{}")
-    ed.lua("require('gemini_companion.agents.cli_settings').command('enable', 'gemini')")
+    ed.lua("require('gemini_companion.agents.cli_settings.ask').command('enable', 'gemini')")
     assert "still runs" not in ed.messages()
     ed.lua("require('gemini_companion.agents').open('mine')")
     wait_for(lambda: ed.lua("return #require('gemini_companion.agents').list()") == 1, what="the agent running")
     try:
-        ed.lua("require('gemini_companion.agents.cli_settings').command('disable', 'gemini')")
+        ed.lua("require('gemini_companion.agents.cli_settings.ask').command('disable', 'gemini')")
         said = [line for line in ed.messages().splitlines() if "still runs" in line]
         assert len(said) == 1 and said[0].startswith("gemini-companion: mine still runs"), ed.messages()
     finally:

@@ -173,7 +173,8 @@ local function start(name, args)
   end
   local agent_spec = spec(name) --[[@as gemini_companion.AgentSpec]]
   local cli_settings = require('gemini_companion.agents.cli_settings')
-  cli_settings.before_start(cli_settings.cli_of(name, cmd), config.options.cli_settings, agent_spec.env)
+  local cli = cli_settings.cli_of(name, cmd)
+  require('gemini_companion.agents.cli_settings.ask').before_start(cli, config.options.cli_settings, agent_spec.env)
   local provider = agent_spec.provider or config.options.terminal.provider
   local agent = {
     name = name,

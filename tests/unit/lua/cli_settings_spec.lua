@@ -177,7 +177,7 @@ return {
   the_users_own_false_is_seen = function()
     fresh('{"ide": {"enabled": false}}')
     assert(cli_settings.ide_enabled('gemini') == false)
-    cli_settings.before_start('gemini', 'auto') -- never overwritten without asking
+    require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'auto') -- never overwritten without asking
     assert(cli_settings.ide_enabled('gemini') == false)
   end,
 }
