@@ -6,7 +6,7 @@ Stop/StopFailure; each managed agent's event also goes to Lua at once, for its s
 for agents without hooks, with the editor's boundaries (`:GeminiChanges mark`, a
 prompt the plugin submits). Each boundary is a snapshot (snapshot.py); a turn's changes are
 the difference between its two. Lua gets each ended turn (`changes.turn_ended`) and does the
-rest: the list, the diffs, the reverts (changes/init.lua).
+rest: the list, the diffs, the reverts (changes/init.lua and the files beside it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from gemini_companion.server.http_guard import MAX_PATH
 if TYPE_CHECKING:
     from gemini_companion.editor import Editor
 
-# The hook events we register (changes/init.lua `hooks`), and whose they are (Notification and
+# The hook events we register (changes/hooks.lua), and whose they are (Notification and
 # SessionStart are both CLIs': a terminal's hook names no agent, and they tell no turn).
 HOOK_CLI = {
     "BeforeAgent": "gemini",
@@ -282,7 +282,7 @@ def _named(turn: Turn, work_tree: str) -> list[str]:
     return [path[len(root) :] if path.startswith(root) else path for path in real]
 
 
-# --- reverts (host main thread, called by changes/init.lua) --------------------------------------
+# --- reverts (host main thread, called by changes/revert.lua and type_change.lua) ----------------
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -15,7 +15,7 @@ __all__ = ["GIT_SECONDS", "SAFE_CONFIG", "SnapshotError", "quoted", "run", "unsa
 
 GIT_SECONDS = 30.0
 # On every command line (they win over every config file and its includes) and in our
-# repositories' config (for changes/init.lua's reads): no hook (update-index runs post-index-change,
+# repositories' config (for changes/git.lua's reads): no hook (update-index runs post-index-change,
 # update-ref reference-transaction) and no fsmonitor program or daemon; and every file's stat data
 # checked, as a snapshot must be exact (a user's global core.ignoreStat would take a file's next
 # change for none).
