@@ -2,6 +2,8 @@
 --- made it, with its own config: no hook, no fsmonitor), never the user's, and no GIT_* variable
 --- of Neovim's can send git elsewhere. `ls-tree` and `cat-file` print stored bytes: no filter or
 --- textconv runs, and a name never enters git's line protocol.
+local host = require('gemini_companion.host')
+
 local M = {}
 local H = {}
 
@@ -151,10 +153,10 @@ function H.blobs(turn, sides, paths)
   return data, done.why or done.unread or GONE
 end
 
---- git reading the turn's snapshot repository, bounded in time. The user's object store (the
---- alternate) only while its info/alternates is absent or a regular file: git opens it, and a
---- FIFO there would hold Neovim. One line each: `why` when git gave no answer, `unread` when the
---- alternate was not read (the user's blobs are missing then).
+--- git reading the turn's snapshot repository, bounded in time; the user's object store (the
+--- alternate) only while its info/alternates cannot hold git (see H.unread). One line each: `why`
+--- when git gave no answer, `unread` when the alternate was not read (the user's blobs are
+--- missing then).
 ---@param turn gemini_companion.Turn
 ---@param args string[]
 ---@param opts {stdin?: string, text?: boolean}
@@ -166,21 +168,9 @@ function H.git(turn, args, opts)
       env[key] = value
     end
   end
-  local unread = nil
-  if turn.alternates ~= '' then -- changes.py's C-quoted path: "...\ooo..."
-    local objects = (
-      turn.alternates:sub(2, -2):gsub('\\(%d%d%d)', function(octal)
-        return string.char(tonumber(octal, 8))
-      end)
-    )
-    local info, _, err = vim.uv.fs_lstat(objects .. '/info/alternates')
-    if (info and info.type ~= 'file') or (not info and err ~= 'ENOENT' and err ~= 'ENOTDIR') then
-      unread = ('%s/info/alternates is not a regular file, its objects are not read: left as it is'):format(
-        vim.fn.strtrans(objects)
-      )
-    else
-      env.GIT_ALTERNATE_OBJECT_DIRECTORIES = turn.alternates
-    end
+  local unread = turn.alternates ~= '' and H.unread(turn.alternates) or nil
+  if turn.alternates ~= '' and not unread then
+    env.GIT_ALTERNATE_OBJECT_DIRECTORIES = turn.alternates
   end
   local argv = vim.list_extend({ 'git', '--no-pager', '--git-dir', turn.git_dir }, args)
   local run = { stdin = opts.stdin, text = opts.text, env = env, clear_env = true, cwd = turn.git_dir }
@@ -191,6 +181,20 @@ function H.git(turn, args, opts)
     or (done.signal or 0) ~= 0 and ('git was stopped (signal %d): left as it is'):format(done.signal)
     or nil
   return vim.tbl_extend('force', done, { why = why, unread = unread })
+end
+
+--- Why the user's object store (`alternates`, C-quoted) is not to be read now, or nil: git would
+--- open its info/alternates, and a FIFO there would hold Neovim. The host judges it, as it does
+--- for its own snapshots (changes/git.py `unsafe_alternates`, the one place that knows the quoting).
+---@param alternates string
+---@return string?
+function H.unread(alternates)
+  local answer, err = host.request('changes_alternates', { alternates = alternates })
+  if type(answer) ~= 'table' or type(answer.unsafe) ~= 'string' then
+    local why = vim.split(tostring(err or '?'), '\n')[1]
+    return ("the repository's objects are not read (%s): left as it is"):format(why)
+  end
+  return answer.unsafe ~= '' and ('%s: left as it is'):format(vim.fn.strtrans(answer.unsafe)) or nil
 end
 
 return M

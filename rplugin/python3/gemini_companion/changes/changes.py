@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gemini_companion import files
+from gemini_companion.changes import git
 from gemini_companion.changes.snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
 from gemini_companion.feature import Link, Tool
 from gemini_companion.programs.hook import KEPT
@@ -100,6 +101,7 @@ class ChangesFeature:
             "changes_mark": self._mark,
             "changes_span": self._span,
             "changes_put": _put,
+            "changes_alternates": _alternates,
         }
 
     # --- Feature ----------------------------------------------------------------------
@@ -325,6 +327,12 @@ def _put(params: dict[str, Any]) -> dict[str, Any]:
     except (OSError, KeyError, TypeError, ValueError) as err:
         return {"error": f"cannot write: {getattr(err, 'strerror', None) or err}"}
     return {}
+
+
+def _alternates(params: dict[str, Any]) -> dict[str, str]:
+    """Why git may not read the user's object store now, or "" (changes/git.lua's reads ask before
+    each git run: the one judge of it is git.unsafe_alternates, as for the snapshots)."""
+    return {"unsafe": git.unsafe_alternates(str(params["alternates"]))}
 
 
 def _bytes(value: Any) -> bytes:
