@@ -98,16 +98,23 @@ local function integer_from(min)
   end)
 end
 
----@param words string
+--- An option that takes one of a few strings, the first its default.
+---@param doc string
 ---@param ... string
-local function one_of(words, ...)
-  local allowed = {}
-  for _, value in ipairs({ ... }) do
+---@return gemini_companion.Option
+local function choice(doc, ...)
+  local values, allowed = { ... }, {}
+  for _, value in ipairs(values) do
     allowed[value] = true
   end
-  return check(words, function(v)
-    return allowed[v] == true
-  end)
+  local words = ("'%s' or '%s'"):format(table.concat(values, "', '", 1, #values - 1), values[#values])
+  return {
+    doc = doc,
+    default = values[1],
+    check = check(words, function(v)
+      return allowed[v] == true
+    end),
+  }
 end
 
 local POSITIVE = check('a number > 0', function(v)
@@ -163,12 +170,18 @@ local function overrides(fields)
   return out
 end
 
+--- A feature's options: its own, and `enabled` (on by default; false turns the feature off).
+---@param doc string
+---@param switch string what `enabled` turns on
+---@param fields table<string, gemini_companion.Option>
+---@return gemini_companion.Option
+local function feature(doc, switch, fields)
+  fields.enabled = { doc = switch, default = true, check = BOOLEAN }
+  return { doc = doc, fields = fields }
+end
+
 local WINDOW = {
-  position = {
-    doc = 'Where an agent window opens.',
-    default = 'right',
-    check = one_of('right, left, bottom, top, float or tab', 'right', 'left', 'bottom', 'top', 'float', 'tab'),
-  },
+  position = choice('Where an agent window opens.', 'right', 'left', 'bottom', 'top', 'float', 'tab'),
   size = { doc = 'Columns or lines of a split; below 1: a fraction of the screen.', default = 0.4, check = POSITIVE },
   width = { doc = "A float's width (below 1: a fraction of the screen).", default = 0.8, check = POSITIVE },
   height = { doc = "A float's height (below 1: a fraction of the screen).", default = 0.8, check = POSITIVE },
@@ -177,19 +190,16 @@ local WINDOW = {
 
 -- Where an agent runs: the terminal's, or one agent's override of it.
 local PLACE = {
-  provider = {
-    doc = 'A Neovim terminal, a tmux pane beside Neovim, or a program of yours.',
-    default = 'native',
-    check = one_of("'native', 'tmux' or 'external'", 'native', 'tmux', 'external'),
-  },
+  provider = choice(
+    'A Neovim terminal, a tmux pane beside Neovim, or a program of yours.',
+    'native',
+    'tmux',
+    'external'
+  ),
   tmux = {
     doc = "The agent's tmux pane.",
     fields = {
-      position = {
-        doc = "Beside Neovim's pane.",
-        default = 'right',
-        check = one_of('right, left, bottom or top', 'right', 'left', 'bottom', 'top'),
-      },
+      position = choice("Beside Neovim's pane.", 'right', 'left', 'bottom', 'top'),
       size = {
         doc = "Cells, or a percentage ('40%').",
         default = '40%',
@@ -227,31 +237,23 @@ M.schema = {
   diff = {
     doc = 'How proposed edits are shown.',
     fields = {
-      layout = {
-        doc = 'Original and proposal side by side, or one above the other.',
-        default = 'vertical',
-        check = one_of("'vertical' or 'horizontal'", 'vertical', 'horizontal'),
-      },
+      layout = choice('Original and proposal side by side, or one above the other.', 'vertical', 'horizontal'),
       focus = { doc = "Switch to a diff's tab when it opens.", default = true, check = BOOLEAN },
     },
   },
-  context = {
-    doc = 'What the agent sees of your editor.',
-    fields = {
-      enabled = { doc = 'Share open files, cursor and selection.', default = true, check = BOOLEAN },
-      debounce_ms = { doc = 'Wait this long after a change.', default = 50, check = integer_from(0) },
-      max_files = { doc = 'Share at most this many files.', default = 10, check = integer_from(1) },
-      max_selection_bytes = { doc = 'Cut the shared selection.', default = 16384, check = integer_from(0) },
-      filter = {
-        doc = 'Return false to keep a buffer out.',
-        optional = true,
-        check = check('a function', function(v)
-          return type(v) == 'function'
-        end),
-      },
-      is_trusted = { doc = "The workspace's trust, told to the clients.", optional = true, check = BOOLEAN },
+  context = feature('What the agent sees of your editor.', 'Share open files, cursor and selection.', {
+    debounce_ms = { doc = 'Wait this long after a change.', default = 50, check = integer_from(0) },
+    max_files = { doc = 'Share at most this many files.', default = 10, check = integer_from(1) },
+    max_selection_bytes = { doc = 'Cut the shared selection.', default = 16384, check = integer_from(0) },
+    filter = {
+      doc = 'Return false to keep a buffer out.',
+      optional = true,
+      check = check('a function', function(v)
+        return type(v) == 'function'
+      end),
     },
-  },
+    is_trusted = { doc = "The workspace's trust, told to the clients.", optional = true, check = BOOLEAN },
+  }),
   agents = {
     doc = 'The agents `:Gemini {name}` runs.',
     default = { gemini = { cmd = { 'gemini' } }, qwen = { cmd = { 'qwen' } } },
@@ -282,27 +284,15 @@ M.schema = {
     },
   },
   default_agent = { doc = 'The agent `:Gemini` runs without a name.', default = 'gemini' },
-  cli_settings = {
-    doc = "Turning IDE mode on in Gemini CLI's user settings.",
-    default = 'ask',
-    check = one_of("'ask', 'auto' or 'never'", 'ask', 'auto', 'never'),
-  },
-  tools = {
-    doc = "The model's editor tools.",
-    fields = {
-      enabled = { doc = 'Register the editor tools with the CLIs.', default = true, check = BOOLEAN },
-      trust = { doc = 'Mark the read-only tools trusted.', default = true, check = BOOLEAN },
-      open_file = { doc = 'Let the model show you a file.', default = true, check = BOOLEAN },
-    },
-  },
-  changes = {
-    doc = 'What agents changed, turn by turn.',
-    fields = {
-      enabled = { doc = "Register the CLIs' turn hooks.", default = true, check = BOOLEAN },
-      max_turns = { doc = 'Turns kept.', default = 20, check = integer_from(1) },
-      max_file_kb = { doc = 'Larger files are listed as skipped.', default = 1024, check = integer_from(1) },
-    },
-  },
+  cli_settings = choice("Turning IDE mode on in Gemini CLI's user settings.", 'ask', 'auto', 'never'),
+  tools = feature("The model's editor tools.", 'Register the editor tools with the CLIs.', {
+    trust = { doc = 'Mark the read-only tools trusted.', default = true, check = BOOLEAN },
+    open_file = { doc = 'Let the model show you a file.', default = true, check = BOOLEAN },
+  }),
+  changes = feature('What agents changed, turn by turn.', "Register the CLIs' turn hooks.", {
+    max_turns = { doc = 'Turns kept.', default = 20, check = integer_from(1) },
+    max_file_kb = { doc = 'Larger files are listed as skipped.', default = 1024, check = integer_from(1) },
+  }),
   notify = {
     doc = 'One line when an agent you are not looking at needs you.',
     fields = {
@@ -310,11 +300,7 @@ M.schema = {
       finished = { doc = 'When an agent ends a turn.', default = true, check = BOOLEAN },
     },
   },
-  resume = {
-    doc = "What an agent's first `:Gemini` does with the last conversation.",
-    default = 'ask',
-    check = one_of("'ask', 'always' or 'never'", 'ask', 'always', 'never'),
-  },
+  resume = choice("What an agent's first `:Gemini` does with the last conversation.", 'ask', 'always', 'never'),
   terminal = {
     doc = 'Where agents run.',
     fields = vim.tbl_extend('error', PLACE, {

@@ -534,6 +534,22 @@ def test_a_revert_reads_no_fifo_at_the_users_alternates_and_says_why(ed, sandbox
     assert said(ed)[-1].endswith("2 taken back") and (project / "a.txt").read_text() == "a\n"
 
 
+def test_a_revert_hands_git_only_an_alternate_the_host_judged(ed, sandbox: Sandbox):
+    """changes/git.lua asks the host (changes/git.py `unsafe_alternates`, the one judge; its cases
+    in tests/unit/test_alternates.py) before each read: an alternate that is not one absolute path
+    (git would look for it in the folder it runs in) is not handed to git, and the revert says so,
+    not "pruned"."""
+    project = sandbox.project
+    git(project, "init", "-q")
+    commit_all(project, {"a.txt": "a\n"})
+    a_turn(ed, project, lambda: (project / "a.txt").write_text("by agent\n"))
+    ed.lua("local t = require('gemini_companion.changes').turns t[#t].alternates = '\"objects\"'")
+    catch_notify(ed)
+    ed.nvim.command(f"GeminiChanges revert {project / 'a.txt'}")
+    assert len(said(ed)) == 1 and "is not one absolute path: its objects are not read" in said(ed)[0]
+    assert "pruned" not in said(ed)[0] and (project / "a.txt").read_text() == "by agent\n"
+
+
 def test_a_git_that_gives_no_answer_is_said_so(ed, sandbox: Sandbox):
     """git held (here by a FIFO in our own store's alternates): after its time limit the revert
     says git gave no answer, not that the snapshot was pruned."""

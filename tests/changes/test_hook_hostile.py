@@ -101,7 +101,7 @@ def test_the_command_holds_no_dollar_and_runs_only_the_plugins_python_on_hook_py
         assert "$" not in json.dumps(entry), entry  # neither the shell nor the CLI's settings expand anything
         assert f"'{python}' -I -S '{hook_py}' " in entry["command"]
         assert "eval" not in entry["command"] and entry["name"] == "gemini-companion"
-        assert entry["env"] == STARTUP_ENV  # changes.lua HOOK_ENV: contract.STARTUP_ENV's twin
+        assert entry["env"] == STARTUP_ENV  # changes/hooks.lua HOOK_ENV: contract.STARTUP_ENV's twin
 
 
 # --- outside Neovim -----------------------------------------------------------------------------

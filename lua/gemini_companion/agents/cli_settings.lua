@@ -18,7 +18,7 @@ local M = {}
 M.clis = { 'gemini', 'qwen' }
 
 --- What `enable` writes: dotted key -> value (`key+`: appended to the list there). Gemini's
---- hooks (changes/init.lua) neither run nor show outside Neovim (`hooksConfig.disabled` names them
+--- hooks (changes/hooks.lua) neither run nor show outside Neovim (`hooksConfig.disabled` names them
 --- there: changes.off_outside_neovim); its tool entries name the endpoint through
 --- `${VAR:-}`: outside Neovim the URL expands to nothing and Gemini skips them silently (an
 --- unset `${VAR}` or a refused URL would print "MCP issues detected" at every start). Qwen

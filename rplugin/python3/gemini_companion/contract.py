@@ -5,7 +5,7 @@
 - `TERMINAL_ENV`: the environment Neovim's terminals inherit, key by key; Lua sets and
   unsets exactly these keys (each snapshot carries all of them).
 - `STARTUP_ENV`: the variables a shell or the loader acts on at start, made inert for managed
-  agents and for the hook entries (their Lua twin: `HOOK_ENV` in changes/init.lua; test_hook_hostile.py
+  agents and for the hook entries (their Lua twin: `HOOK_ENV` in changes/hooks.lua; test_hook_hostile.py
   keeps them equal).
 """
 
@@ -111,7 +111,7 @@ ENV_KEYS = tuple(TERMINAL_ENV)
 # What bash, the dynamic loader (and so Python) act on as they start, which a project's `.env`
 # could set for the CLI and so for every command it runs: a managed agent gets them empty when
 # the user has not set them (a CLI never overrides a variable already set), and the hook entries
-# (changes/init.lua HOOK_ENV) always. PS4 gets bash's default: an empty one would change `set -x`.
+# (changes/hooks.lua HOOK_ENV) always. PS4 gets bash's default: an empty one would change `set -x`.
 STARTUP_ENV = {
     "BASH_ENV": "",
     "ENV": "",

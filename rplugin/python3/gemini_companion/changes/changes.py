@@ -6,7 +6,7 @@ Stop/StopFailure; each managed agent's event also goes to Lua at once, for its s
 for agents without hooks, with the editor's boundaries (`:GeminiChanges mark`, a
 prompt the plugin submits). Each boundary is a snapshot (snapshot.py); a turn's changes are
 the difference between its two. Lua gets each ended turn (`changes.turn_ended`) and does the
-rest: the list, the diffs, the reverts (changes/init.lua).
+rest: the list, the diffs, the reverts (changes/init.lua and the files beside it; revert.py writes).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemini_companion.changes import revert
+from gemini_companion.changes import git, revert
 from gemini_companion.changes.snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
 from gemini_companion.feature import Link, Tool
 from gemini_companion.programs.hook import KEPT
@@ -30,7 +30,7 @@ from gemini_companion.server.http_guard import MAX_PATH
 if TYPE_CHECKING:
     from gemini_companion.editor import Editor
 
-# The hook events we register (changes/init.lua `hooks`), and whose they are (Notification and
+# The hook events we register (changes/hooks.lua), and whose they are (Notification and
 # SessionStart are both CLIs': a terminal's hook names no agent, and they tell no turn).
 HOOK_CLI = {
     "BeforeAgent": "gemini",
@@ -97,6 +97,7 @@ class ChangesFeature:
             "changes_mark": self._mark,
             "changes_span": self._span,
             "changes_put": revert.put,
+            "changes_alternates": _alternates,
         }
 
     # --- Feature ----------------------------------------------------------------------
@@ -277,6 +278,12 @@ def _named(turn: Turn, work_tree: str) -> list[str]:
     paths = (str(tool.get("file_path") or tool.get("path") or "") for tool in turn.tools)
     real = (os.path.realpath(path) if os.path.isabs(path) else path for path in paths if path)
     return [path[len(root) :] if path.startswith(root) else path for path in real]
+
+
+def _alternates(params: dict[str, Any]) -> dict[str, str]:
+    """Why git may not read the user's object store now, or "" (changes/git.lua's reads ask before
+    each git run: the one judge of it is git.unsafe_alternates, as for the snapshots)."""
+    return {"unsafe": git.unsafe_alternates(str(params["alternates"]))}
 
 
 def _first_line(err: BaseException) -> str:

@@ -15,7 +15,7 @@ __all__ = ["GIT_SECONDS", "SAFE_CONFIG", "SnapshotError", "quoted", "run", "unsa
 
 GIT_SECONDS = 30.0
 # On every command line (they win over every config file and its includes) and in our
-# repositories' config (for changes/init.lua's reads): no hook (update-index runs post-index-change,
+# repositories' config (for changes/git.lua's reads): no hook (update-index runs post-index-change,
 # update-ref reference-transaction) and no fsmonitor program or daemon; and every file's stat data
 # checked, as a snapshot must be exact (a user's global core.ignoreStat would take a file's next
 # change for none).
@@ -34,6 +34,8 @@ SAFE_CONFIG = {
 # (GIT_DIR and GIT_WORK_TREE only name a dotfiles work tree, read as files: see user_repo.py).
 USER_GIT_ENV = ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_GLOBAL")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1", "LC_ALL": "C"}
+# What `quoted` writes: printable ASCII but `"` and `\`, every other byte as \ooo.
+QUOTED = re.compile(r'"((?:[ !#-\[\]-~]|\\[0-7]{3})*)"')
 
 
 class SnapshotError(Exception):
@@ -49,8 +51,13 @@ def quoted(path: str) -> str:
 def unsafe_alternates(alternates: str) -> str:
     """Why the user's object store is not read as our alternate, or "": git would open its
     info/alternates, which must be absent or a regular file (a FIFO there, or a device, would
-    hold git, and so every snapshot, forever)."""
-    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), alternates[1:-1].encode("ascii", "replace"))
+    hold git, and so every snapshot, forever). The one judge of it: changes/git.lua asks it too
+    (`changes_alternates`) before each of its reads. `alternates` must be one absolute path as
+    `quoted` wrote it: another git would read from where it runs, not where this looks."""
+    whole = QUOTED.fullmatch(alternates)
+    raw = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), whole[1].encode("ascii")) if whole else b""
+    if not raw.startswith(b"/"):
+        return f"{alternates!a} is not one absolute path: its objects are not read"
     path = os.path.join(os.fsdecode(raw), "info", "alternates")
     try:
         if stat.S_ISREG(os.lstat(path).st_mode):

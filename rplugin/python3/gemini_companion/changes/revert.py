@@ -1,5 +1,5 @@
 """Reverts: changes_put makes a file of a work tree what a turn's snapshot says, if it is still
-what the turn left (host main thread, called by changes/init.lua).
+what the turn left (host main thread, called by changes/revert.lua and type_change.lua).
 
 Every step goes through folder descriptors opened one name at a time with O_NOFOLLOW: a folder
 an agent swaps for a symlink makes the revert refuse; it never reads, writes or deletes through

@@ -1,7 +1,7 @@
 """A CLI's lifecycle hook, run by Gemini CLI or Qwen Code for each turn and tool: tells the
 editor "turn started / tool X ran / turn ended" and exits 0 at once, whatever happens.
 
-The CLIs' settings run it as a fixed command (changes/init.lua `hooks`): this file, on the plugin's
+The CLIs' settings run it as a fixed command (changes/hooks.lua): this file, on the plugin's
 own Python with `-I -S`. Where it reports to comes from nothing a project can set: a CLI loads
 a project's `.env` into its environment, so the environment carries only `KEY_ENV`, an opaque
 random key, and the port and token are in the file that key names, in a directory of ours under

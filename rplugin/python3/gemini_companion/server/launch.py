@@ -21,14 +21,13 @@ class Launch:
 
     __slots__ = ("_raw", "ad", "errors", "files", "swept")
 
-    def __init__(
-        self, raw: _socket.socket, ad: discovery.Advertisement, files: list[str], errors: list[str], swept: list[str]
-    ) -> None:
+    def __init__(self, raw: _socket.socket, ad: discovery.Advertisement, swept: list[str]) -> None:
+        """Advertise `ad`, served on `raw`: its discovery files written (`files`), or why not
+        (`errors`); `swept`: the stale files removed before."""
         self._raw = raw
         self.ad = ad
-        self.files = files
-        self.errors = errors
         self.swept = swept
+        self.files, self.errors = discovery.write_all(ad)
 
     def listener(self) -> socket.socket:
         return listening(self._raw)
@@ -59,8 +58,7 @@ def launch(nvim_pid: int, workspace: list[str]) -> Launch:
         nvim_pid=nvim_pid,
         workspace=clean_roots(workspace),
     )
-    files, errors = discovery.write_all(ad)
-    return Launch(sock, ad, files, errors, swept)
+    return Launch(sock, ad, swept)
 
 
 def bind_loopback() -> _socket.socket:
