@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from changes.helpers import a_turn, hook
+from changes.hostile_repos import hostile_config, marker, no_marks, on_disk, state, stored
 from conftest import Editor, Sandbox, git, wait_for
 from gemini_companion.changes import git as our_git
 from gemini_companion.changes import git_index, snapshot
 from gemini_companion.changes.snapshot import SnapshotError, Snapshotter
-from unit.test_snapshot import hostile_config, marker, no_marks, on_disk, state, stored
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from changes.helpers import a_turn, refused
+from changes.hostile_repos import TURN, hooks_dir, hostile_config, hostile_repo, marker, no_marks, on_disk, state, write
 from conftest import Sandbox, git, wait_for
-from unit.test_snapshot import TURN, hooks_dir, hostile_config, hostile_repo, marker, no_marks, on_disk, state, write
 
 
 def test_a_hostile_clone_goes_through_a_whole_change_review_turn(sandbox: Sandbox, editor_factory):

@@ -1,0 +1,26 @@
+"""The tests are laid out like the code: each feature's tests in its folder, and shared helpers in
+helper modules or conftest.py — no test file imports another test file."""
+
+from __future__ import annotations
+
+import ast
+
+from conftest import ROOT
+
+
+def test_no_test_file_imports_another_test_file():
+    found = []
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]:
+        if "node_modules" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.relative_to(ROOT)}: {name}" for name in names if name.split(".")[-1].startswith("test_")]
+    assert found == []
+
+
+def test_each_feature_folder_of_the_code_has_its_test_folder():
+    code = {p.name for p in (ROOT / "lua" / "gemini_companion").iterdir() if p.is_dir()}
+    tests = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
+    assert code - tests == set()
