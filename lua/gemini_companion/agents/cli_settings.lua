@@ -174,21 +174,15 @@ local function ide_left(cli, agent_env)
   end
 end
 
---- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
+--- What settings_edit.py is asked to do, one `key=value` (or `key-=`, `key~=`) word each: our
+--- stale hook entries out first (the list may then take the new one), then the wanted keys.
 ---@param verb 'enable'|'disable'
 ---@param cli 'gemini'|'qwen'
 ---@param only_hooks? boolean enable: only the hook entries (the rest stays as the user has it)
----@param agent_env? table<string, string> an agent's own environment (its own settings file)
----@return string[]? changes, string? error
-local function edit(verb, cli, only_hooks, agent_env)
-  local path = M.path(cli, agent_env)
-  local host = require('gemini_companion.host')
-  local python = host.python()
-  if vim.fn.executable(python) == 0 then
-    python = 'python3' -- the script needs the standard library only
-  end
-  local script = host.plugin .. '/programs/settings_edit.py'
-  local argv = { python, script, verb, path, journal_path() }
+---@param path string the settings file
+---@return string[]
+local function operations(verb, cli, only_hooks, path)
+  local ops = {}
   local want = verb == 'enable' and M.wanted(cli) or {}
   if only_hooks then
     for name in pairs(want) do
@@ -197,43 +191,71 @@ local function edit(verb, cli, only_hooks, agent_env)
   end
   local settings = json_file.read(path) or {}
   for name, items in pairs(stale_hooks(settings, want)) do
-    for _, item in ipairs(items) do -- first: the list may then take the new entry
-      table.insert(argv, name .. '=' .. vim.json.encode(item))
+    for _, item in ipairs(items) do
+      table.insert(ops, name .. '=' .. vim.json.encode(item))
     end
   end
   if verb == 'disable' then -- without a record (lost, or another Neovim's): what is plainly ours
     local off = require('gemini_companion.changes').off_outside_neovim()
     local disabled = vim.tbl_get(settings, 'hooksConfig', 'disabled')
     if type(disabled) == 'table' and vim.tbl_contains(disabled, off) then
-      table.insert(argv, 'hooksConfig.disabled-=' .. vim.json.encode(off))
+      table.insert(ops, 'hooksConfig.disabled-=' .. vim.json.encode(off))
     end
     for name, server in pairs(type(settings.mcpServers) == 'table' and settings.mcpServers or {}) do
       if our_server(server) then
-        table.insert(argv, 'mcpServers.' .. name .. '~=' .. vim.json.encode(server))
+        table.insert(ops, 'mcpServers.' .. name .. '~=' .. vim.json.encode(server))
       end
     end
   end
   local names = vim.tbl_keys(want)
   table.sort(names) -- the same file whichever order `pairs` gives
   for _, name in ipairs(names) do
-    table.insert(argv, name .. '=' .. vim.json.encode(want[name]))
+    table.insert(ops, name .. '=' .. vim.json.encode(want[name]))
   end
+  return ops
+end
+
+--- Run settings_edit.py (standard library only: any python3 does) and read its answer.
+---@param argv string[] its verb, file, journal and operations
+---@param path string the settings file, for the error line
+---@return table? answer, string? error
+local function run_program(argv, path)
+  local host = require('gemini_companion.host')
+  local python = host.python()
+  if vim.fn.executable(python) == 0 then
+    python = 'python3'
+  end
+  table.insert(argv, 1, host.plugin .. '/programs/settings_edit.py')
+  table.insert(argv, 1, python)
   local ok, result = pcall(function()
     return vim.system(argv, { text = true }):wait(10000)
   end)
   local decoded, out = pcall(vim.json.decode, ok and result.stdout or '')
-  if not decoded or type(out) ~= 'table' then
-    local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
-    if ok and result.code == 124 then
-      why = { 'no answer in 10 s (stopped: perhaps partly written; disable-cli takes it back)' }
-    elseif ok and (result.signal or 0) ~= 0 then
-      why = { ('stopped (signal %d)'):format(result.signal) }
-    end
-    local last = why[#why] ~= '' and why[#why] or ('exit code %s'):format(ok and result.code or '?')
-    return nil, ('cannot edit %s: %s'):format(path, last)
+  if decoded and type(out) == 'table' then
+    return out
   end
-  if out.error then
-    return nil, out.error
+  local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
+  if ok and result.code == 124 then
+    why = { 'no answer in 10 s (stopped: perhaps partly written; disable-cli takes it back)' }
+  elseif ok and (result.signal or 0) ~= 0 then
+    why = { ('stopped (signal %d)'):format(result.signal) }
+  end
+  local last = why[#why] ~= '' and why[#why] or ('exit code %s'):format(ok and result.code or '?')
+  return nil, ('cannot edit %s: %s'):format(path, last)
+end
+
+--- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
+---@param verb 'enable'|'disable'
+---@param cli 'gemini'|'qwen'
+---@param only_hooks? boolean enable: only the hook entries (the rest stays as the user has it)
+---@param agent_env? table<string, string> an agent's own environment (its own settings file)
+---@return string[]? changes, string? error
+local function edit(verb, cli, only_hooks, agent_env)
+  local path = M.path(cli, agent_env)
+  local argv = vim.list_extend({ verb, path, journal_path() }, operations(verb, cli, only_hooks, path))
+  local out, err = run_program(argv, path)
+  if not out or out.error then
+    return nil, err or out.error
   end
   if out.warning then
     message.notify(out.warning, 'warn')

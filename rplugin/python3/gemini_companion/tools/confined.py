@@ -91,31 +91,34 @@ def read_inside(path: str, roots: list[str], lines: int | None = None) -> bytes:
     finally:
         os.close(dir_fd)
     try:
-        too_big = f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
-        if lines is None and info.st_size > MAX_FILE_BYTES:
-            raise ToolError(too_big)
-        data = bytearray()
-        found = 0  # newlines in `data`
-        while len(data) <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(CHUNK, MAX_FILE_BYTES + 1 - len(data)))
-            if not chunk:
-                return bytes(data)
-            if lines is not None and found + chunk.count(b"\n") >= lines:
-                end = -1
-                for _ in range(lines - found):
-                    end = chunk.index(b"\n", end + 1)
-                return bytes(data + chunk[: end + 1])
-            found += chunk.count(b"\n")
-            data += chunk
-        if lines is not None:
-            raise ToolError(
-                f"the first {lines} lines of {name} are more than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
-            )
-        raise ToolError(too_big)
+        return _read_bounded(fd, info.st_size, lines, name)
     except OSError as err:
         raise ToolError(f"{name}: {err.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _read_bounded(fd: int, size: int, lines: int | None, name: str) -> bytes:
+    """The file's bytes (with `lines`: up to its last one's newline), at most MAX_FILE_BYTES."""
+    too_big = f"{name} is larger than the {MAX_FILE_BYTES >> 20} MiB a tool reads"
+    if lines is None and size > MAX_FILE_BYTES:
+        raise ToolError(too_big)
+    data = bytearray()
+    found = 0  # newlines in `data`
+    while len(data) <= MAX_FILE_BYTES:
+        chunk = os.read(fd, min(CHUNK, MAX_FILE_BYTES + 1 - len(data)))
+        if not chunk:
+            return bytes(data)
+        if lines is not None and found + chunk.count(b"\n") >= lines:
+            end = -1
+            for _ in range(lines - found):
+                end = chunk.index(b"\n", end + 1)
+            return bytes(data + chunk[: end + 1])
+        found += chunk.count(b"\n")
+        data += chunk
+    if lines is not None:
+        raise ToolError(f"the first {lines} lines of {name} are more than the {MAX_FILE_BYTES >> 20} MiB a tool reads")
+    raise ToolError(too_big)
 
 
 def _open_root(root: str) -> int:
