@@ -46,7 +46,8 @@ end
 
 ---@param quiet? boolean
 function M.start(quiet)
-  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() }, quiet)
+  local log = require('gemini_companion.log').settings()
+  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace(), log = log }, quiet)
   state.start_asked = not err
   if not err then
     local changes = config.options.changes
@@ -168,6 +169,9 @@ M.subcommands = {
   end,
   ['disable-cli'] = function(cli)
     require('gemini_companion.agents.cli_settings').command('disable', cli)
+  end,
+  log = function()
+    require('gemini_companion.log').open()
   end,
   install = function()
     host.install(function(ok)

@@ -10,10 +10,16 @@ function M.prefixed(text)
   return vim.startswith(text, PREFIX) and text or PREFIX .. text
 end
 
+--- A warning or an error also goes to the host's log (`:GeminiCompanion log`), unless it came from there.
 ---@param text string
 ---@param level? 'debug'|'info'|'warn'|'error'
-function M.notify(text, level)
+---@param logged? boolean the host said it: in its log already
+function M.notify(text, level, logged)
   vim.notify(M.prefixed(text), vim.log.levels[(level or 'info'):upper()] or vim.log.levels.INFO)
+  local host = package.loaded['gemini_companion.host'] -- none started otherwise
+  if host and not logged and (level == 'warn' or level == 'error') then
+    host.notify('log', { level = level, text = text }) -- a notification: never waits
+  end
 end
 
 --- One line that fits the command line, kept in :messages. For what is said as an agent starts:
