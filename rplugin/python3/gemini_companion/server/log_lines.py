@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gemini_companion.server.http_guard import quote
+
 # Keys whose string values name things (paths, tools, events, methods) rather than hold text.
 NAME_KEYS = frozenset(
     {
@@ -40,32 +42,63 @@ NAME_KEYS = frozenset(
     }
 )
 NAME_CHARS = 200  # a name longer than this is cut
-ITEMS = 3  # of a list, the first few; of an object, every key (a few levels deep)
+ITEMS = 3  # of a list, the first few
+KEYS = 20  # of an object, at most this many keys
 DEPTH = 4
 
 
-def summary(value: Any, key: str = "", depth: int = 0) -> str:
+def summary(value: Any) -> str:
     """`value` as the log shows it: `{filePath='/a/b.txt' newContent=<1234 chars>}`."""
-    if isinstance(value, str):
+    parts: list[str] = []
+    _summary(value, "", 0, parts)
+    return "".join(parts)
+
+
+def _summary(value: Any, key: str, depth: int, out: list[str]) -> None:
+    """Appends to `out`: one list for the whole line, no string built per level."""
+    kind = type(value)
+    if kind is str:
         if key in NAME_KEYS:
-            return repr(value[:NAME_CHARS] + ("…" if len(value) > NAME_CHARS else ""))
-        return f"<{len(value)} chars>"
-    if value is None or isinstance(value, (bool, int, float)):
-        return repr(value)
-    if isinstance(value, dict):
+            out.append(repr(value) if len(value) <= NAME_CHARS else repr(value[:NAME_CHARS] + "…"))
+        else:
+            out.append(f"<{len(value)} chars>")
+    elif value is None or kind in (bool, int, float):
+        out.append(str(value))
+    elif kind is dict:
         if depth >= DEPTH:
-            return f"<object of {len(value)}>"
-        inner = " ".join(f"{str(k)[:40]}={summary(v, str(k), depth + 1)}" for k, v in list(value.items())[:20])
-        more = f" +{len(value) - 20} more" if len(value) > 20 else ""
-        return "{" + inner + more + "}"
-    if isinstance(value, (list, tuple)):
+            out.append(f"<object of {len(value)}>")
+            return
+        out.append("{")
+        for n, (k, v) in enumerate(value.items()):
+            if n == KEYS:
+                out.append(f" +{len(value) - KEYS} more")
+                break
+            name = k if type(k) is str and len(k) <= 40 else str(k)[:40]
+            out.append(f"{name}=" if n == 0 else f" {name}=")
+            _summary(v, name, depth + 1, out)
+        out.append("}")
+    elif kind in (list, tuple):
         if depth >= DEPTH:
-            return f"<list of {len(value)}>"
-        shown = [summary(item, key, depth + 1) for item in value[:ITEMS]]
+            out.append(f"<list of {len(value)}>")
+            return
+        out.append("[")
+        for n, item in enumerate(value[:ITEMS]):
+            if n:
+                out.append(" ")
+            _summary(item, key, depth + 1, out)
         if len(value) > ITEMS:
-            shown.append(f"+{len(value) - ITEMS} more")
-        return "[" + " ".join(shown) + "]"
-    return f"<{type(value).__name__}>"
+            out.append(f" +{len(value) - ITEMS} more")
+        out.append("]")
+    else:  # a subclass (a str enum, a dict of another kind): said by its type alone
+        out.append(f"<{kind.__name__}>")
+
+
+def request(
+    label: str, name: str, request_id: Any, params: Any, answer: dict[str, Any] | None = None, ms: float = 0.0
+) -> str:
+    """A client's request as it arrives, or (with its answer) once answered, with the time it took."""
+    line = f"{label} → {quote(name, 100)} #{request_id} {summary(params)}"
+    return line if answer is None else f"{line} → {result(answer)} in {ms:.1f} ms"
 
 
 def result(answer: dict[str, Any]) -> str:

@@ -300,8 +300,7 @@ class McpServer:
         session.busy += 1
         started = time.perf_counter()
         if log.enabled(log.TRACE):  # the start of a long one (an openDiff waits for the user)
-            what = f"{quote(name, 100)} #{request_id} {log_lines.summary(message.get('params'))}"
-            log.write(log.TRACE, f"{session.label} → {what}")
+            log.write(log.TRACE, log_lines.request(session.label, name, request_id, message.get("params")))
         try:
             answer = await self._request(session, name, request_id, message.get("params"))
         finally:
@@ -309,8 +308,8 @@ class McpServer:
             session.last_seen = time.monotonic()
         if log.enabled(log.DEBUG):
             took = (time.perf_counter() - started) * 1000
-            what = f"{quote(name, 100)} #{request_id} {log_lines.summary(message.get('params'))}"
-            log.write(log.DEBUG, f"{session.label} → {what} → {log_lines.result(answer)} in {took:.1f} ms")
+            line = log_lines.request(session.label, name, request_id, message.get("params"), answer, took)
+            log.write(log.DEBUG, line)
         await _send_json(send, 200, answer)
 
     async def _hook(self, method: str, receive: Receive, send: Send) -> None:
