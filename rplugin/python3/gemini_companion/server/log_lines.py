@@ -1,8 +1,8 @@
 """What the log says of a message (MCP params, results, hook events, Lua hops): names and sizes, never contents.
 
-A string is written only under a key that names something (a path, a tool, an event); any other
-string — a file's text, a selection, a proposal, a header — is written as its length. Deep or
-long values are cut, so a line stays short whatever a client sent.
+A string is written only under a key that names something (NAME_KEYS: a tool, an event; or a key
+ending in "path"); any other string — a file's text, a selection, a proposal, a header — is
+written as its length. Deep or long values are cut, so a line stays short whatever a client sent.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ NAME_KEYS = frozenset(
         "version",
         "tool_name",
         "hook_event_name",
+        "event",
+        "source",
         "session",
         "session_id",
         "agent",
@@ -58,7 +60,7 @@ def _summary(value: Any, key: str, depth: int, out: list[str]) -> None:
     """Appends to `out`: one list for the whole line, no string built per level."""
     kind = type(value)
     if kind is str:
-        if key in NAME_KEYS:
+        if key in NAME_KEYS or key.endswith(("path", "Path")):
             out.append(repr(value) if len(value) <= NAME_CHARS else repr(value[:NAME_CHARS] + "…"))
         else:
             out.append(f"<{len(value)} chars>")
