@@ -92,7 +92,7 @@ def test_a_tool_call_and_an_open_diff_are_logged_at_debug_with_their_durations(
     logged(sandbox, call + r"'read_buffer' .*→ ok \(1 items, \d+ chars\) in \d+\.\d ms$")
     text = log_text(sandbox)
     assert re.search(r" INFO  .*connected to /mcp", text), text  # lifecycle, at info (under debug)
-    assert re.search(r" INFO  discovery file written: .*gemini-ide-server", text), text
+    assert re.search(r" INFO  \[\d+\] discovery file written: .*gemini-ide-server", text), text
     assert re.search(r" DEBUG .*← ide/diffAccepted \{filePath='[^']*' content=<\d+ chars>\}", text), text
     assert re.search(r" DEBUG .*← ide/contextUpdate ", text), text
 
@@ -165,7 +165,7 @@ def test_a_link_planted_at_the_log_path_is_not_followed(sandbox: Sandbox, editor
 def test_the_log_opens_with_the_command(sandbox: Sandbox, editor_factory: Callable[..., Editor]):
     editor = editor_factory(setup={"log": {"level": "info"}})
     editor.wait_state("running")
-    logged(sandbox, r"INFO  serving on 127\.0\.0\.1:")
+    logged(sandbox, r"INFO  \[\d+\] serving on 127\.0\.0\.1:")
     editor.nvim.command("GeminiCompanion log")
     assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(log_path(sandbox))
     assert editor.lua("return vim.bo.readonly and not vim.bo.modifiable")
@@ -178,5 +178,5 @@ def test_a_warning_neovim_shows_is_in_the_log(sandbox: Sandbox, editor_factory: 
     editor.wait_state("running")
     editor.lua("require('gemini_companion.message').notify('all is well', 'info')")
     editor.lua("require('gemini_companion.message').notify('cannot do that: a reason', 'warn')")
-    logged(sandbox, r"WARN  Neovim: cannot do that: a reason$")  # after the info line, on one channel
+    logged(sandbox, r"WARN  \[\d+\] Neovim: cannot do that: a reason$")  # after the info line, on one channel
     assert len(log_text(sandbox).splitlines()) == 1

@@ -53,9 +53,10 @@ def test_a_real_gemini_session_is_logged_without_a_token_or_the_text(sandbox: Sa
     finally:
         tui.close()
         model.close()
-    assert re.search(r" INFO  gemini \(Gemini CLI [\d.]+\) connected to /mcp ", text), text[-3000:]
+    assert re.search(r" INFO  \[\d+\] gemini \(Gemini CLI [\d.]+\) connected to /mcp ", text), text[-3000:]
     assert re.search(r" DEBUG .*← ide/contextUpdate \{workspaceState=", text), text[-3000:]
-    assert re.search(r" DEBUG hook \{.*hook_event_name='BeforeAgent'.*\} → .* in \d+\.\d ms", text), text[-3000:]
+    hook = r" DEBUG \[\d+\] hook \{.*hook_event_name='BeforeAgent'.*\} → .* in \d+\.\d ms"
+    assert re.search(hook, text), text[-3000:]
     assert len(tokens) >= 3
     for token in tokens:
         assert len(token) >= 32 and token not in text

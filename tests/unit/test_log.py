@@ -4,6 +4,7 @@ can never carry (server/log_lines.py): a message's text, a second line."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -60,12 +61,13 @@ def test_a_line_stays_one_line_and_tokens_become_token(tmp_path: Path) -> None:
     path = tmp_path / "log" / "companion.log"
     assert log.configure({"level": "info", "path": str(path)}) is None
     log.secret("a-secret-token-0123456789")
-    log.write(log.WARN, "Neovim: one\n2099-01-01 00:00:00.000 ERROR forged\rline a-secret-token-0123456789")
+    log.write(log.WARN, "Neovim: one\n2099-01-01 00:00:00.000 ERROR forged\rline\x1b[2J a-secret-token-0123456789")
     log.write(log.DEBUG, "below the level")
     log.write(log.INFO, "the end")
     text = written(path, "the end")
     assert text.count("\n") == 2 and "below the level" not in text
-    assert "one\\n2099" in text and "a-secret-token" not in text and "line <token>" in text
+    assert "one\\n2099" in text and "line\\x1b[2J <token>" in text and "a-secret-token" not in text
+    assert f"WARN  [{os.getpid()}] Neovim: one" in text  # the host's PID: several Neovims share the file
     assert oct(path.parent.stat().st_mode & 0o777) == "0o700" and oct(path.stat().st_mode & 0o777) == "0o600"
 
 
@@ -84,3 +86,29 @@ def test_a_summary_names_paths_and_tools_and_sizes_the_rest() -> None:
     deep = log_lines.summary({"a": {"b": {"c": {"d": {"e": 1}}}}, "l": list(range(10)), "path": "x" * 500})
     assert "d=<object of 1>" in deep and "[0 1 2 +7 more]" in deep and len(deep) < 300
     assert log_lines.summary({"path": "a\nb"}) == "{path='a\\nb'}"  # a name's control bytes, escaped
+
+
+def test_a_stalled_disk_costs_a_bounded_queue_and_the_drops_are_counted(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "log" / "companion.log"
+    assert log.configure({"level": "info", "path": str(path)}) is None
+    stalled, release = threading.Event(), threading.Event()
+    append = log._append
+
+    def slow(fd: int, where: str, data: bytes) -> int:  # a hung home mount, for one write
+        stalled.set()
+        release.wait(30)
+        return append(fd, where, data)
+
+    monkeypatch.setattr(log, "_append", slow)
+    monkeypatch.setattr(log, "MAX_WAITING", 100)
+    log.write(log.INFO, "first")
+    assert stalled.wait(30)
+    for n in range(1000):
+        log.write(log.INFO, f"line {n}")
+    release.set()
+    log.write(log.INFO, "after")
+    text = written(path, "lines dropped")
+    kept = [int(n) for n in re.findall(r"\] line (\d+)$", text, re.M)]
+    assert kept == list(range(100))  # the first MAX_WAITING, in order; the rest counted
+    dropped = re.search(r"WARN  \[\d+\] (\d+) lines dropped: the log's disk was slow$", text, re.M)
+    assert dropped and int(dropped[1]) in (900, 901)  # "after" too, if the writer had not caught up

@@ -33,6 +33,7 @@ PUSH_DELAY_SECONDS = 0.0
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
 SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
+LOGGED_CHARS = 2000  # of a line Neovim showed the user, in the log
 
 
 class Companion:
@@ -117,7 +118,8 @@ class Companion:
 
     def _log_from_lua(self, params: dict[str, Any]) -> None:
         """A warning or error Neovim showed the user (message.notify): in the log too."""
-        log.write(log.ERROR if params.get("level") == "error" else log.WARN, f"Neovim: {params.get('text')}")
+        text = str(params.get("text"))[:LOGGED_CHARS]
+        log.write(log.ERROR if params.get("level") == "error" else log.WARN, f"Neovim: {text}")
 
     def _start_method(self, params: dict[str, Any]) -> None:
         problem = log.configure(params.get("log"))

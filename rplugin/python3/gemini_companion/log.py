@@ -23,7 +23,13 @@ TRACE, DEBUG, INFO, WARN, ERROR, OFF = 5, 10, 20, 30, 40, 100
 LEVELS = {"trace": TRACE, "debug": DEBUG, "info": INFO, "warn": WARN, "error": ERROR, "off": OFF}
 NAMES = {number: name.upper() for name, number in LEVELS.items()}
 MAX_BYTES = int(os.environ.get(env_names.LOG_MAX_BYTES) or 1024 * 1024)  # then rotated: twice this on disk
+MIN_SECRET = 16
 CLOSE_SECONDS = 0.5  # at exit, for the last lines
+# Lines waiting for the writer, at most: a disk that stalls (a hung home mount) costs memory only
+# this far; later lines are dropped, and counted in the next line written.
+MAX_WAITING = 10_000
+# A line's control bytes are shown, never acted on (a terminal that `cat`s the log) nor a new line.
+VISIBLE = {c: f"\\x{c:02x}" for c in (*range(32), 127) if c != 9} | {10: "\\n", 13: "\\r"}
 
 _threshold = OFF + 1  # a line below this is not even built (off: every line)
 _lock = threading.Lock()
@@ -31,6 +37,8 @@ _path: str | None = None
 _queue: queue.SimpleQueue[tuple[float, int, str] | None] = queue.SimpleQueue()
 _writer: threading.Thread | None = None
 _secrets: set[str] = set()
+_waiting = 0  # queued, not yet written (approximate: += from several threads, good enough for a bound)
+_dropped = 0
 
 
 def enabled(level: int) -> bool:
@@ -40,14 +48,20 @@ def enabled(level: int) -> bool:
 
 def write(level: int, text: str) -> None:
     """One line (any thread; never waits)."""
+    global _waiting, _dropped
     if level >= _threshold:
+        if _waiting >= MAX_WAITING:
+            _dropped += 1
+            return
+        _waiting += 1
         _queue.put((time.time(), level, text))
 
 
 def secret(*tokens: str) -> None:
-    """Never write these (the server's tokens): each becomes `<token>` in every line."""
+    """Never write these (the server's tokens): each becomes `<token>` in every line. Ours are 43
+    characters or more; a short one (a test's "tok") would only garble the lines."""
     with _lock:
-        _secrets.update(token for token in tokens if token)
+        _secrets.update(token for token in tokens if len(token) >= MIN_SECRET)
 
 
 def configure(settings: object) -> str | None:
@@ -112,14 +126,20 @@ def _open(path: str) -> int:
 
 
 def _write_loop() -> None:
+    global _waiting, _dropped
     fd: int | None = None
     opened: str | None = None
     while True:
         batch = [_queue.get()]
         while not _queue.empty():  # what came meanwhile: one write
             batch.append(_queue.get())
-        stop = None in batch
-        lines = "".join(_format(item) for item in batch if item is not None)
+        items = [item for item in batch if item is not None]
+        _waiting -= len(items)
+        stop = len(items) < len(batch)
+        lines = "".join(_format(item) for item in items)
+        if _dropped:
+            dropped, _dropped = _dropped, 0
+            lines += _format((time.time(), WARN, f"{dropped} lines dropped: the log's disk was slow"))
         try:
             if opened != _path and fd is not None:
                 os.close(fd)
@@ -128,8 +148,10 @@ def _write_loop() -> None:
                 if fd is None:
                     fd, opened = _open(_path), _path
                 fd = _append(fd, _path, lines.encode("utf-8", "backslashreplace"))
-        except OSError:
-            fd = None  # the folder went away or was replaced: tried again with the next lines
+        except OSError:  # the folder went away or was replaced: tried again with the next lines
+            if fd is not None:
+                os.close(fd)
+            fd = None
         if stop:
             return
 
@@ -137,10 +159,15 @@ def _write_loop() -> None:
 def _append(fd: int, path: str, data: bytes) -> int:
     """Write, rotating first when the file would pass MAX_BYTES; the descriptor now written to."""
     info = os.fstat(fd)
-    if info.st_nlink == 0:  # the user deleted it: a new one
+    try:
+        named = os.lstat(path).st_ino
+    except FileNotFoundError:
+        named = None
+    if info.st_nlink == 0 or named != info.st_ino:  # deleted, or rotated by another Neovim's host
         os.close(fd)
         fd = _open(path)
-    elif info.st_size + len(data) > MAX_BYTES:
+        info = os.fstat(fd)
+    if info.st_size + len(data) > MAX_BYTES:
         os.close(fd)
         folder, name = os.path.split(path)
         dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -160,8 +187,11 @@ def _format(item: tuple[float, int, str]) -> str:
             if token in text:
                 text = text.replace(token, "<token>")
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
-    text = text.replace("\n", "\\n").replace("\r", "\\r")  # one line per entry, always
-    return f"{stamp}.{int(when * 1000) % 1000:03d} {NAMES[level]:5} {text}\n"
+    # One line per entry, always; the host's PID tells apart the hosts of several Neovims.
+    return f"{stamp}.{int(when * 1000) % 1000:03d} {NAMES[level]:5} [{_PID}] {text.translate(VISIBLE)}\n"
+
+
+_PID = os.getpid()
 
 
 def _close() -> None:
