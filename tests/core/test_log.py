@@ -178,5 +178,8 @@ def test_a_warning_neovim_shows_is_in_the_log(sandbox: Sandbox, editor_factory: 
     editor.wait_state("running")
     editor.lua("require('gemini_companion.message').notify('all is well', 'info')")
     editor.lua("require('gemini_companion.message').notify('cannot do that: a reason', 'warn')")
-    logged(sandbox, r"WARN  \[\d+\] Neovim: cannot do that: a reason$")  # after the info line, on one channel
-    assert len(log_text(sandbox).splitlines()) == 1
+    long = "cannot start: " + "x" * 300  # cut on the screen, whole in the log
+    editor.lua("require('gemini_companion.message').brief(..., 'error')", long)
+    logged(sandbox, rf"ERROR \[\d+\] Neovim: {long}$")  # after the info line, on one channel
+    lines = log_text(sandbox).splitlines()
+    assert len(lines) == 2 and re.search(r"WARN  \[\d+\] Neovim: cannot do that: a reason$", lines[0]), lines
