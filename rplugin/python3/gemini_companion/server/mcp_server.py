@@ -306,11 +306,11 @@ class McpServer:
         finally:
             session.busy -= 1
             session.last_seen = time.monotonic()
+        took = (time.perf_counter() - started) * 1000
+        await _send_json(send, 200, answer)  # the answer first, then its line
         if log.enabled(log.DEBUG):
-            took = (time.perf_counter() - started) * 1000
             line = log_lines.request(session.label, name, request_id, message.get("params"), answer, took)
             log.write(log.DEBUG, line)
-        await _send_json(send, 200, answer)
 
     async def _hook(self, method: str, receive: Receive, send: Send) -> None:
         """Errors are JSON-RPC shaped here too (hook.py ignores the answer; a probe reads one shape)."""
@@ -324,10 +324,10 @@ class McpServer:
             answer = await self._hooks.on_hook(event)
         except (ValueError, TypeError) as err:  # a value no path or git can take (a NUL in cwd, say)
             raise RpcError(400, -32600, f"bad hook event: {quote(str(err), 100)}") from None
-        if log.enabled(log.DEBUG):
-            took = (time.perf_counter() - started) * 1000
-            log.write(log.DEBUG, f"hook {log_lines.summary(event)} → {log_lines.summary(answer)} in {took:.1f} ms")
+        took = (time.perf_counter() - started) * 1000
         await _send_json(send, 200, answer)
+        if log.enabled(log.DEBUG):
+            log.write(log.DEBUG, f"hook {log_lines.summary(event)} → {log_lines.summary(answer)} in {took:.1f} ms")
 
     async def _json_body(self, receive: Receive) -> Any:
         body = await self._read_body(receive)
