@@ -52,7 +52,13 @@ def test_a_real_session_is_logged_without_a_token_or_the_text(sandbox: Sandbox, 
         tui.lua("vim.api.nvim_buf_set_lines(0, 0, 0, false, {...})", UNSAVED)
         tui.ex("Gemini")
         wait_for(lambda: tui.status()["clients"], E2E_TIMEOUT, f"{cli} to connect")
-        tui.ask_agent("read app.py", lambda: model.requests)
+        # Started all through (its MCP servers loaded): a prompt sent sooner may lose its Enter.
+        started = "hook_event_name='SessionStart'"
+        wait_for(lambda: started in log.read_text(), E2E_TIMEOUT, f"{cli}'s SessionStart hook in the log")
+        try:
+            tui.ask_agent("read app.py", lambda: model.requests)
+        except AssertionError as err:
+            raise AssertionError(f"{err}; the screen:\n{tui.screen()}\nthe log:\n{log.read_text()[-3000:]}") from None
         tui.wait_screen("Read it.")
         assert UNSAVED in json.dumps(model.tool_results())  # the model did read the text
         status = tui.status()
