@@ -5,7 +5,7 @@ so neither Neovim nor the server's loop ever waits on the disk. The file is boun
 MAX_BYTES it becomes `<name>.1` (the one old file kept) and a new one starts. It lives in a folder
 of ours (0700), is 0600, and is opened without following a link planted at its name. Every token
 the server accepts is replaced by `<token>` in each line before it is written, whatever carried it.
-Standard library only (boot.py configures it before the server's own modules load).
+Standard library only (boot.py configures it once the port file is out, before pynvim loads).
 """
 
 from __future__ import annotations
@@ -65,30 +65,25 @@ def secret(*tokens: str) -> None:
 
 
 def configure(settings: object) -> str | None:
-    """Apply `log` from the `start` parameters ({level, path}); the reason when the file cannot be used."""
+    """Apply `log` from the `start` parameters ({level, path}); the reason when the file cannot be used.
+    Called by one thread at a time (boot.py, then the host's main thread)."""
     global _threshold, _path, _writer
     level, path = _settings(settings)
-    with _lock:
-        if level >= OFF or path is None:
-            _threshold = OFF + 1
-            return None
-        if level == _threshold and path == _path:
-            return None
-        try:
-            fd = _open(path)
-        except OSError as err:
-            _threshold = OFF + 1
-            return f"log off: cannot write {path}: {err.strerror or err}"
-        os.close(fd)  # the writer opens it again as it writes: one owner of the descriptor
-        _threshold, _path = level, path
-        if _writer is None:
-            _writer = threading.Thread(target=_write_loop, name="gemini-log", daemon=True)
-            _writer.start()
+    if level >= OFF or path is None:
+        _threshold = OFF + 1
+        return None
+    if level == _threshold and path == _path:
+        return None
+    try:  # not under _lock: a folder that hangs holds this caller only, never the writer or secret()
+        os.close(_open(path))  # the writer opens it again as it writes: one owner of the descriptor
+    except OSError as err:
+        _threshold = OFF + 1
+        return f"log off: cannot write {path}: {err.strerror or err}"
+    _threshold, _path = level, path
+    if _writer is None:
+        _writer = threading.Thread(target=_write_loop, name="gemini-log", daemon=True)
+        _writer.start()
     return None
-
-
-def path() -> str | None:
-    return _path
 
 
 def _settings(settings: object) -> tuple[int, str | None]:
