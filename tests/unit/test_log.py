@@ -112,3 +112,9 @@ def test_a_stalled_disk_costs_a_bounded_queue_and_the_drops_are_counted(tmp_path
     assert kept == list(range(100))  # the first MAX_WAITING, in order; the rest counted
     dropped = re.search(r"WARN  \[\d+\] (\d+) lines dropped: the log's disk was slow$", text, re.M)
     assert dropped and int(dropped[1]) in (900, 901)  # "after" too, if the writer had not caught up
+
+
+def test_a_request_line_stays_short_whatever_the_client_sent() -> None:
+    line = log_lines.request("x" * 100, "m" * 10_000, "i" * 10_000, {"k" * 10_000: "v" * 10_000}, {"result": {}}, 1.0)
+    assert len(line) < 600 and line.endswith("→ ok in 1.0 ms")
+    assert " #7 " in log_lines.request("client", "ping", 7, None)

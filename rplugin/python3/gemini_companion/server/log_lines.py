@@ -99,7 +99,8 @@ def request(
     label: str, name: str, request_id: Any, params: Any, answer: dict[str, Any] | None = None, ms: float = 0.0
 ) -> str:
     """A client's request as it arrives, or (with its answer) once answered, with the time it took."""
-    line = f"{label} → {quote(name, 100)} #{request_id} {summary(params)}"
+    shown = request_id if isinstance(request_id, int) else quote(str(request_id), 40)  # a string: any length
+    line = f"{label} → {quote(name, 100)} #{shown} {summary(params)}"
     return line if answer is None else f"{line} → {result(answer)} in {ms:.1f} ms"
 
 
