@@ -76,6 +76,9 @@ M.subcommands = {
   ['disable-cli'] = function(cli)
     require('gemini_companion.agents.cli_settings.ask').command('disable', cli)
   end,
+  log = function()
+    require('gemini_companion.log').open()
+  end,
   install = function()
     host.install(function(ok)
       if ok then

@@ -11,6 +11,10 @@
 ---@field changes gemini_companion.ChangesConfig What agents changed, turn by turn.
 ---@field resume 'ask'|'always'|'never' What an agent's first `:Gemini` in a new Neovim does with the workspace's last conversation.
 ---@field notify gemini_companion.NotifyConfig One line when an agent you are not looking at needs you.
+---@field log gemini_companion.LogConfig The host's log, for when something is wrong (`:GeminiCompanion log`).
+
+---@class gemini_companion.LogConfig
+---@field level 'off'|'error'|'warn'|'info'|'debug'|'trace' What is written: 'warn' only what went wrong, 'debug' every request with its time.
 
 ---@class gemini_companion.NotifyConfig
 ---@field waiting boolean When an agent starts waiting for you (a permission, a question).
@@ -298,6 +302,20 @@ M.schema = {
     fields = {
       waiting = { doc = 'When an agent starts waiting for you.', default = true, check = BOOLEAN },
       finished = { doc = 'When an agent ends a turn.', default = true, check = BOOLEAN },
+    },
+  },
+  log = {
+    doc = "The host's log, for when something is wrong.",
+    fields = {
+      level = choice(
+        "What is written: 'warn' only what went wrong, 'debug' every request with its time.",
+        'warn',
+        'off',
+        'error',
+        'info',
+        'debug',
+        'trace'
+      ),
     },
   },
   resume = choice("What an agent's first `:Gemini` does with the last conversation.", 'ask', 'always', 'never'),

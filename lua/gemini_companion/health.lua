@@ -113,6 +113,8 @@ local function check_host_process()
   else
     health.info('not started (it starts with the server: :GeminiCompanion start)')
   end
+  local log = require('gemini_companion.log').settings()
+  health.info(("its log: level '%s', %s (:GeminiCompanion log)"):format(log.level, log.path))
 end
 
 local function check_server()

@@ -67,7 +67,8 @@ end
 ---@param quiet? boolean
 function M.start(quiet)
   local host = require('gemini_companion.host')
-  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace() }, quiet)
+  local log = require('gemini_companion.log').settings()
+  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace(), log = log }, quiet)
   state().start_asked = not err
   if not err then
     local changes = config().options.changes

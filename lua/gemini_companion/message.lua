@@ -1,5 +1,6 @@
 --- The plugin's one way to speak to the user: one line, one prefix.
 local M = {}
+local H = {}
 
 local PREFIX = 'gemini-companion: '
 
@@ -10,10 +11,15 @@ function M.prefixed(text)
   return vim.startswith(text, PREFIX) and text or PREFIX .. text
 end
 
+--- A warning or an error also goes to the host's log (`:GeminiCompanion log`), unless it came from there.
 ---@param text string
 ---@param level? 'debug'|'info'|'warn'|'error'
-function M.notify(text, level)
+---@param logged? boolean the host said it: in its log already
+function M.notify(text, level, logged)
   vim.notify(M.prefixed(text), vim.log.levels[(level or 'info'):upper()] or vim.log.levels.INFO)
+  if not logged then
+    H.log(text, level)
+  end
 end
 
 --- One line that fits the command line, kept in :messages. For what is said as an agent starts:
@@ -30,12 +36,23 @@ function M.brief(text, level)
   end
   local group = ({ warn = 'WarningMsg', error = 'ErrorMsg' })[level or 'info']
   vim.api.nvim_echo({ { line, group } }, true, {})
+  H.log(text, level)
 end
 
 --- Progress: shown in the command line, kept out of :messages.
 ---@param text string
 function M.echo(text)
   vim.api.nvim_echo({ { M.prefixed(text) } }, false, {})
+end
+
+--- A warning or an error, to the host's log too (the whole line: the user's may be cut).
+---@param text string
+---@param level? string
+function H.log(text, level)
+  local host = package.loaded['gemini_companion.host'] -- none started otherwise
+  if host and (level == 'warn' or level == 'error') then
+    host.notify('log', { level = level, text = text }) -- a notification: never waits
+  end
 end
 
 return M

@@ -127,7 +127,7 @@ function M.notify(message, level)
   if served and served.tells(with_fix(message)) then
     return -- an agent waiting for the server says it
   end
-  require('gemini_companion.message').notify(with_fix(message), level)
+  require('gemini_companion.message').notify(with_fix(message), level, true) -- the host logged it
 end
 
 return M

@@ -39,6 +39,7 @@ def test_health_is_ok_for_a_running_server(editor):
     for dependency in ("pynvim", "h11", "psutil"):
         assert re.search(rf"OK {dependency} \d", report), report
     assert re.search(r"OK running \(pid \d+, channel \d+\)", report), report
+    assert re.search(r"its log: level 'warn', \S+/gemini-companion/companion\.log \(:GeminiCompanion log\)", report)
     for path in status["discovery_files"]:
         assert f"OK discovery file {path}" in report
     assert "OK terminals opened from now on point at this server" in report

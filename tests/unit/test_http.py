@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import wait_for
+from gemini_companion import log
 from gemini_companion.server import http, launch
 
 TIMEOUT = 30.0
@@ -182,13 +186,21 @@ def test_what_cannot_be_parsed_gets_one_answer_and_the_connection_ends(served: S
         assert read_response(conn, bytearray())[0] == 200
 
 
-def test_a_failing_app_gives_500_and_the_server_goes_on(served: Served):
-    with served.connect() as conn:
-        conn.sendall(request("/fail"))
-        assert read_response(conn, bytearray())[0] == 500
-    with served.connect() as conn:
-        conn.sendall(request("/ok"))
-        assert read_response(conn, bytearray())[0] == 200
+def test_a_failing_app_gives_500_and_the_server_goes_on(served: Served, tmp_path: Path):
+    log_file = tmp_path / "log" / "companion.log"
+    assert log.configure({"level": "error", "path": str(log_file)}) is None
+    try:
+        with served.connect() as conn:
+            conn.sendall(request("/fail"))
+            assert read_response(conn, bytearray())[0] == 500
+        with served.connect() as conn:
+            conn.sendall(request("/ok"))
+            assert read_response(conn, bytearray())[0] == 200
+        # The log says what failed and where, in one line.
+        failed = r"ERROR \[\d+\] request POST '/fail' failed: RuntimeError: boom at test_http\.py:\d+$"
+        wait_for(lambda: log_file.exists() and re.search(failed, log_file.read_text(), re.M), 30, "the failure logged")
+    finally:
+        log.configure({"level": "off"})
 
 
 def test_a_refusal_without_reading_the_body_closes_the_connection(served: Served):

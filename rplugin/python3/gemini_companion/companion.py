@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
-from gemini_companion import contract, env_names
+from gemini_companion import contract, env_names, log
 from gemini_companion.changes.changes import ChangesFeature
 from gemini_companion.context.context import ContextFeature
 from gemini_companion.editor import Editor, PendingEditor
@@ -24,6 +24,7 @@ from gemini_companion.feature import Feature
 from gemini_companion.review.review import ReviewFeature
 from gemini_companion.server import discovery, hook_keys, launch
 from gemini_companion.server.access import Access
+from gemini_companion.server.log_lines import summary
 from gemini_companion.tools.tools import ToolsFeature
 
 # A status push is a timer this long on the server's loop: 0 still runs it after the callbacks
@@ -32,6 +33,7 @@ PUSH_DELAY_SECONDS = 0.0
 # Stale discovery files (a crashed Neovim's) are swept at start and this often while running,
 # so a CLI started without our environment does not pick a dead server's file for long.
 SWEEP_SECONDS = float(os.environ.get(env_names.SWEEP_SECONDS) or 30.0)
+LOGGED_CHARS = 2000  # of a line Neovim showed the user, in the log
 
 
 class Companion:
@@ -58,11 +60,12 @@ class Companion:
         self._features: list[Feature] = [ContextFeature(self), ReviewFeature(editor, self), self._tools, self._changes]
         # Methods Lua may call (GeminiCompanionNotify / GeminiCompanionRequest).
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "start": lambda p: self.start(int(p["nvim_pid"]), list(p.get("workspace", []))),
+            "start": self._start_method,
             "stop": lambda p: self.stop(),
             "workspace": lambda p: self.set_workspace(list(p.get("workspace", []))),
             "agent_register": self.register_agent,
             "agent_unregister": self.unregister_agent,
+            "log": self._log_from_lua,
         }
         for feature in self._features:
             self._methods.update(feature.methods)
@@ -105,10 +108,24 @@ class Companion:
         a send would hold the GIL while the server thread writes the answer."""
         handler = self._methods.get(method)
         if handler is None:
+            log.write(log.WARN, f"Lua called an unknown method {method!r}")
             raise ValueError(f"gemini-companion: unknown method {method!r}")
+        if log.enabled(log.DEBUG):
+            log.write(log.DEBUG, f"Lua → {method} {summary(params)}")
         return handler(params)
 
     # --- called on the host's main thread ---------------------------------
+
+    def _log_from_lua(self, params: dict[str, Any]) -> None:
+        """A warning or error Neovim showed the user (message.notify): in the log too."""
+        text = str(params.get("text"))[:LOGGED_CHARS]
+        log.write(log.ERROR if params.get("level") == "error" else log.WARN, f"Neovim: {text}")
+
+    def _start_method(self, params: dict[str, Any]) -> None:
+        problem = log.configure(params.get("log"))
+        if problem:
+            self._notify(problem, "warn")
+        self.start(int(params["nvim_pid"]), list(params.get("workspace", [])))
 
     def start(self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None = None) -> None:
         try:
@@ -131,6 +148,9 @@ class Companion:
             self._access.serve(self._ad)
             self._files, self._discovery_errors = started.files, started.errors
             self._state = "starting"
+            log.write(log.INFO, f"host {os.getpid()} starting for Neovim {nvim_pid} on port {self._ad.port}")
+            for path in self._files:
+                log.write(log.INFO, f"discovery file written: {path}")
             self._push()
             for line in started.errors:
                 self._notify(line, "error")
@@ -148,6 +168,7 @@ class Companion:
                 self._notify(f"removed {len(started.swept)} stale discovery file(s)", "debug")
 
     def stop(self) -> None:
+        log.write(log.INFO, "stopping")
         for feature in self._features:
             feature.on_stop()
         with self._lock:
@@ -357,6 +378,7 @@ class Companion:
         self._hook_keys.clear()
         for path in self._files:
             discovery.remove(path)
+            log.write(log.INFO, f"discovery file removed: {path}")
         self._files = []
 
     def snapshot(self) -> dict[str, Any]:
@@ -370,6 +392,7 @@ class Companion:
         self._editor.lua("require('gemini_companion.state').update(...)", self.snapshot())
 
     def _notify(self, message: str, level: str) -> None:
+        log.write(log.LEVELS.get(level, log.INFO), message)
         self._editor.lua("require('gemini_companion.state').notify(...)", message, level)
 
 

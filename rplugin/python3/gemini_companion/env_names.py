@@ -30,6 +30,7 @@ OLD_HOOK = "GEMINI_COMPANION_HOOK"
 # The plugin's own processes.
 START = "GEMINI_COMPANION_START"  # host.lua -> boot.py: the start parameters
 SWEEP_SECONDS = "GEMINI_COMPANION_SWEEP_SECONDS"  # the discovery sweep's period (tests shorten it)
+LOG_MAX_BYTES = "GEMINI_COMPANION_LOG_MAX_BYTES"  # the log's size before it rotates (tests shorten it)
 
 # Read: where Qwen Code keeps its files.
 QWEN_HOME = "QWEN_HOME"

@@ -38,6 +38,7 @@ local CLASSES = {
   ToolsConfig = 'tools',
   ChangesConfig = 'changes',
   NotifyConfig = 'notify',
+  LogConfig = 'log',
   TerminalConfig = 'terminal',
   WindowConfig = 'terminal.window',
   TmuxConfig = 'terminal.tmux',

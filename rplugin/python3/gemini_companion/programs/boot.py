@@ -33,8 +33,9 @@ if start:
         params = json.loads(start)
         nvim_pid, workspace = int(params["nvim_pid"]), list(params["workspace"])
         launched = launch.launch(nvim_pid, workspace)  # the port file first: the CLI's side starts
-        from gemini_companion import companion
+        from gemini_companion import companion, log
 
+        log.configure(params.get("log"))  # the port file is out: now the log (a problem is said by `start`)
         companion.start_early(launched, nvim_pid, workspace, SERVE_WAIT_SECONDS)
     except Exception:  # noqa: BLE001 - Neovim's own `start` then starts and reports what went wrong
         if launched is not None:

@@ -25,7 +25,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
-from gemini_companion import env_names
+from gemini_companion import env_names, log
 from gemini_companion.server import discovery
 from gemini_companion.server.http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH
 
@@ -86,6 +86,7 @@ class Access:
 
     def serve(self, ad: discovery.Advertisement) -> None:
         """Accept the shared files' tokens (a new server: agents register again)."""
+        log.secret(ad.token, ad.qwen_token, ad.tools_token, ad.hooks_token)
         with self._lock:
             self._tokens = {
                 _bearer(ad.token): Identity("gemini"),
@@ -124,6 +125,7 @@ class Access:
         os.utime(qwen_path, (0, 0))  # oldest of all: a Qwen started elsewhere prefers the shared file
         with self._lock:
             self._agents[name] = agent
+            log.secret(agent.gemini_token, agent.qwen_token)
             for kind, token in (("gemini", agent.gemini_token), ("qwen", agent.qwen_token)):
                 self._tokens[_bearer(token)] = Identity(kind, name, version if kind == cli else "")
         return {

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
 
 import h11
 
+from gemini_companion import log
 from gemini_companion.server.http_guard import ASGIApp, Message
-
-log = logging.getLogger(__name__)
 
 # Headers may be this large: an oversized Authorization header must reach the guard and get its
 # 401, not a parser error. Larger still: 431, and the connection is closed.
@@ -179,10 +178,10 @@ class _Connection(asyncio.Protocol):
         try:
             await self._app(scope, self._receive, send)
         except h11.LocalProtocolError as err:  # an answer h11 cannot frame: the connection ends
-            log.warning("request %s %s: %s", scope["method"], scope["path"][:100], err)
+            log.write(log.WARN, f"request {scope['method']} {scope['path'][:100]!r}: {err}")
             self._closing = True
-        except Exception:  # one request fails, the server goes on
-            log.exception("request %s %s failed", scope["method"], scope["path"][:100])
+        except Exception as err:  # noqa: BLE001 - one request fails (said in the log), the server goes on
+            log.write(log.ERROR, f"request {scope['method']} {scope['path'][:100]!r} failed: {_where(err)}")
             if not started[0]:
                 with contextlib.suppress(Exception):
                     self._plain(500, b"internal error")
@@ -306,3 +305,13 @@ class _Connection(asyncio.Protocol):
             self.task.cancel()
         if self._transport is not None:
             self._transport.abort()
+
+
+def _where(err: BaseException) -> str:
+    """An exception as one line of the log: its type, its message (cut), and the innermost line it
+    came from, for a bug report."""
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    place = f" at {os.path.basename(frame.tb_frame.f_code.co_filename)}:{frame.tb_lineno}" if frame else ""
+    return f"{type(err).__name__}: {str(err)[:200]}{place}"

@@ -22,6 +22,8 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from gemini_companion import log
+
 Message = MutableMapping[str, Any]
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -126,22 +128,30 @@ class RequestGuard:
         for name, value in scope["headers"]:
             headers.setdefault(name, value)
         if headers.get(b"host") not in self._hosts:
-            await reply(send, 421, "bad host")
+            await _refuse(scope, send, 421, "bad host")
             return
         origin = headers.get(b"origin")
         if origin is not None and origin not in self._origins:
-            await reply(send, 403, "origin not allowed")
+            await _refuse(scope, send, 403, "origin not allowed")
             return
         if scope["path"] not in (MCP_PATH, EDITOR_PATH, HOOKS_PATH):
-            await reply(send, 404, "not found")
+            await _refuse(scope, send, 404, "not found")
             return
         identity = self._identify(headers.get(b"authorization", b""))
         if identity is None:
-            await reply(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
+            await _refuse(scope, send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self._max_body):
-            await reply(send, 413, "request body too large")
+            await _refuse(scope, send, 413, "request body too large")
             return
         scope["identity"] = identity
         await self._app(scope, receive, send)
+
+
+async def _refuse(
+    scope: Scope, send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer a request that failed a check, and say so in the log (what was refused, never its headers)."""
+    log.write(log.WARN, f"refused {scope.get('method')} {quote(str(scope.get('path')), 100)}: {status} {message}")
+    await reply(send, status, message, extra)

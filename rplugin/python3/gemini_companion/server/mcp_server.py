@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import secrets
 import socket
 import time
@@ -23,8 +22,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gemini_companion import log
 from gemini_companion.feature import Tool, error
-from gemini_companion.server import http
+from gemini_companion.server import http, log_lines
 from gemini_companion.server.http_guard import (
     EDITOR_PATH,
     HOOKS_PATH,
@@ -40,8 +40,6 @@ from gemini_companion.server.http_guard import (
 
 if TYPE_CHECKING:
     from gemini_companion.server.access import Identity
-
-log = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "gemini-companion.nvim", "version": "0.1.0"}
 # Newest first; a client asking for another gets the newest (it then decides).
@@ -187,7 +185,11 @@ class McpServer:
         try:
             session.stream.put_nowait(b"event: message\ndata: " + _dumps(message) + b"\n\n")
         except asyncio.QueueFull:
-            log.debug("dropped %s for %s", method, session_id[:8])
+            log.write(log.WARN, f"{session.label}: dropped {method} (its stream is {STREAM_QUEUE} behind)")
+            return
+        level = log.TRACE if method == "ping" else log.DEBUG
+        if log.enabled(level):
+            log.write(level, f"{session.label} ← {method} {log_lines.summary(params)}")
 
     def broadcast(self, method: str, params: dict[str, Any] | None) -> None:
         for session in list(self._sessions.values()):
@@ -202,8 +204,8 @@ class McpServer:
         self._loop = loop
         try:
             loop.run_until_complete(self._serve())
-        except Exception as err:
-            log.exception("server failed")
+        except Exception as err:  # noqa: BLE001 - logged, and the companion says why
+            log.write(log.ERROR, f"the server failed: {type(err).__name__}: {err}")
             self._hooks.on_failed(f"{type(err).__name__}: {err}")
         finally:
             loop.close()
@@ -214,6 +216,7 @@ class McpServer:
             return
         server = http.Server(self._app, self._sock)
         await server.start()
+        log.write(log.INFO, f"serving on 127.0.0.1:{self._sock.getsockname()[1]}")
         self._hooks.on_ready()
         chores = [asyncio.create_task(self._keepalive()), asyncio.create_task(self._reap_idle())]
         try:
@@ -257,6 +260,7 @@ class McpServer:
             else:
                 raise RpcError(405, -32600, f"method {method} not allowed")
         except RpcError as err:
+            log.write(log.WARN, f"refused {method} {scope['path']}: {err.status} {err.message}")
             await _send_json(send, err.status, _error(None, err.code, err.message))
 
     def _session(self, headers: dict[str, str], identity: Identity) -> Session:
@@ -286,6 +290,7 @@ class McpServer:
             return
         session = self._session(headers, identity)
         if request_id is None or not isinstance(name, str):  # a notification, or a response to us
+            log.write(log.DEBUG, f"{session.label} → {quote(str(name), 100)}")
             if name == "notifications/initialized":
                 session.initialized = True
                 self._list(session)
@@ -293,12 +298,19 @@ class McpServer:
             await send({"type": "http.response.body", "body": b""})
             return
         session.busy += 1
+        started = time.perf_counter()
+        if log.enabled(log.TRACE):  # the start of a long one (an openDiff waits for the user)
+            log.write(log.TRACE, log_lines.request(session.label, name, request_id, message.get("params")))
         try:
             answer = await self._request(session, name, request_id, message.get("params"))
         finally:
             session.busy -= 1
             session.last_seen = time.monotonic()
-        await _send_json(send, 200, answer)
+        took = (time.perf_counter() - started) * 1000
+        await _send_json(send, 200, answer)  # the answer first, then its line
+        if log.enabled(log.DEBUG):
+            line = log_lines.request(session.label, name, request_id, message.get("params"), answer, took)
+            log.write(log.DEBUG, line)
 
     async def _hook(self, method: str, receive: Receive, send: Send) -> None:
         """Errors are JSON-RPC shaped here too (hook.py ignores the answer; a probe reads one shape)."""
@@ -307,12 +319,15 @@ class McpServer:
         event = await self._json_body(receive)
         if not isinstance(event, dict):
             raise RpcError(400, -32600, "expected a JSON object")
+        started = time.perf_counter()
         try:
             answer = await self._hooks.on_hook(event)
         except (ValueError, TypeError) as err:  # a value no path or git can take (a NUL in cwd, say)
-            log.warning("hook event refused: %s", err)
             raise RpcError(400, -32600, f"bad hook event: {quote(str(err), 100)}") from None
+        took = (time.perf_counter() - started) * 1000
         await _send_json(send, 200, answer)
+        if log.enabled(log.DEBUG):
+            log.write(log.DEBUG, f"hook {log_lines.summary(event)} → {log_lines.summary(answer)} in {took:.1f} ms")
 
     async def _json_body(self, receive: Receive) -> Any:
         body = await self._read_body(receive)
@@ -359,6 +374,7 @@ class McpServer:
             path=identity.path,
         )
         self._sessions[session.id] = session
+        log.write(log.INFO, f"{session.label} connected to {session.path} (session {session.id[:8]})")
         asked = params["protocolVersion"]
         result = {
             "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0],
@@ -390,9 +406,10 @@ class McpServer:
         else:
             try:
                 result = await tool.handler(session.id, arguments)
-            except Exception as err:  # the model gets one line, the server goes on
-                log.exception("tool %s failed", tool.name)
-                result = error(f"{tool.name} failed: {quote(str(err), 200)}")
+            except Exception as err:  # noqa: BLE001 - the model gets one line, the log the rest, the server goes on
+                said = f"{tool.name} failed: {quote(str(err), 200)}"
+                log.write(log.ERROR, f"{session.label}: {said} ({type(err).__name__})")
+                result = error(said)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     async def _get(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
@@ -457,11 +474,13 @@ class McpServer:
 
     def _unlist(self, session: Session) -> None:
         if session.listed:
+            log.write(log.INFO, f"{session.label} gone (session {session.id[:8]}: its stream stayed closed)")
             session.listed = False
             self._hooks.on_client_gone(session.id)
             self._publish_clients()
 
     def _end(self, session: Session) -> None:
+        log.write(log.DEBUG, f"{session.label}: session {session.id[:8]} ended")
         self._sessions.pop(session.id, None)
         if session.stream is not None:
             _end_stream(session.stream)
