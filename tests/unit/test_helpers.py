@@ -18,7 +18,7 @@ import pytest
 from conftest import nvim_binary
 from gemini_companion.context import context
 from gemini_companion.review import review
-from gemini_companion.server import access, discovery, launch, mcp_server
+from gemini_companion.server import access, discovery, jsonrpc, launch, mcp_server, session
 
 
 @pytest.mark.parametrize("content", ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\r\nb\n", "\n\n", "é\r\n漢\r\n", "x\r"])
@@ -177,12 +177,10 @@ class Asgi:
     def __init__(self) -> None:
         async def opened(_sid: str) -> None: ...
 
-        hooks = mcp_server.Hooks(
-            on_ready=lambda: None, on_failed=print, on_clients=lambda _c: None, on_stream_open=opened
-        )
+        hooks = session.Hooks(on_ready=lambda: None, on_failed=print, on_clients=lambda _c: None, on_stream_open=opened)
         self.access = access.Access()
         self.access.serve(discovery.Advertisement(1, "tok", "qtok", "ttok", "htok", 1, 1, ["/"]))
-        limits = mcp_server.Limits(max_sessions=2)
+        limits = session.Limits(max_sessions=2)
         self.server = mcp_server.McpServer(None, self.access.identify, 1, hooks, limits)  # type: ignore[arg-type]
         self.session = ""
 
@@ -218,7 +216,7 @@ def test_initialize_issues_a_session_and_negotiates_the_version():
     status, headers, answer = app.post(initialize("2025-11-25"))
     assert status == 200 and len(headers["mcp-session-id"]) == 32
     assert answer["result"]["protocolVersion"] == "2025-11-25"
-    assert app.post(initialize("1999-01-01"))[2]["result"]["protocolVersion"] == mcp_server.PROTOCOL_VERSIONS[0]
+    assert app.post(initialize("1999-01-01"))[2]["result"]["protocolVersion"] == jsonrpc.PROTOCOL_VERSIONS[0]
     assert app.post(initialize())[0] == 503  # max_sessions=2
 
 

@@ -273,14 +273,14 @@ class Companion:
 
     def _serve(self, sock: socket.socket, ad: discovery.Advertisement) -> None:
         try:
-            from gemini_companion.server import mcp_server
+            from gemini_companion.server import mcp_server, session
         except ImportError as err:
             self._fail(
                 f"the Python host {sys.executable} cannot import {err.name or err}"  # Lua adds the fix
             )
             sock.close()
             return
-        hooks = mcp_server.Hooks(
+        hooks = session.Hooks(
             on_ready=self._on_ready,
             on_failed=self._fail,
             on_clients=self._on_clients,
@@ -290,7 +290,7 @@ class Companion:
             model_tools=self._tools.model_tools(),
             on_hook=self._changes.on_hook,
         )
-        server = mcp_server.McpServer(sock, self._access.identify, ad.port, hooks, mcp_server.Limits())
+        server = mcp_server.McpServer(sock, self._access.identify, ad.port, hooks, session.Limits())
         with self._lock:
             if self._listening is not sock:  # stopped (a workspace change is no stop) while importing
                 sock.close()

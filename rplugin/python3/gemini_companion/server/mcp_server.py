@@ -14,16 +14,14 @@ through `McpServer`'s thread-safe methods.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import socket
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gemini_companion import log
-from gemini_companion.feature import Tool, error
+from gemini_companion.feature import error
 from gemini_companion.server import http, log_lines
 from gemini_companion.server.http_guard import (
     EDITOR_PATH,
@@ -37,80 +35,20 @@ from gemini_companion.server.http_guard import (
     quote,
     reply,
 )
+from gemini_companion.server.jsonrpc import PROTOCOL_VERSIONS, RpcError, check_protocol_version, dumps, send_json
+from gemini_companion.server.jsonrpc import error as error_message
+from gemini_companion.server.session import Hooks, Limits, Session
 
 if TYPE_CHECKING:
     from gemini_companion.server.access import Identity
 
 SERVER_INFO = {"name": "gemini-companion.nvim", "version": "0.1.0"}
-# Newest first; a client asking for another gets the newest (it then decides).
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 KEEPALIVE_SECONDS = 20.0  # the client gives up after ~300 s of silence on its stream
 # A client whose stream stays closed this long is gone (its process died: clients never
 # send DELETE). A live client reopens a dropped stream within a few seconds.
 STREAM_GRACE_SECONDS = 10.0
 FLUSH_SECONDS = 1.0  # at exit, for what is queued for clients
 STREAM_QUEUE = 1000  # messages waiting for a client that does not read; more are dropped
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_body_bytes: int = 32 * 1024 * 1024
-    max_sessions: int = 64
-    # Only counts while a client has no request or stream open: a live CLI
-    # always holds its GET stream, so this reaps clients that vanished.
-    session_idle_seconds: float = 600.0
-
-
-@dataclass
-class Session:
-    id: str
-    name: str
-    version: str
-    last_seen: float = field(default_factory=time.monotonic)
-    initialized: bool = False  # `notifications/initialized` arrived
-    listed: bool = False  # shown as a client (initialized, and its stream not gone for long)
-    busy: int = 0  # requests in flight
-    stream: asyncio.Queue[bytes | None] | None = None  # set while the GET stream is open
-    identity: Identity | None = None  # whose token opened it; only that token may use it
-    path: str = MCP_PATH  # the endpoint it was opened on
-
-    @property
-    def label(self) -> str:
-        return self.identity.label(self.version) if self.identity else f"{self.name} {self.version}".strip()
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "session": self.id[:8],
-            "name": self.name,
-            "version": self.version,
-            "stream": self.stream is not None,
-            "label": self.label,
-            "agent": self.identity.agent if self.identity else None,
-        }
-
-
-@dataclass
-class Hooks:
-    """Callbacks into the companion; all are called on the server thread."""
-
-    on_ready: Callable[[], None]
-    on_failed: Callable[[str], None]
-    on_clients: Callable[[list[dict[str, Any]]], None]
-    # A client's notification stream just opened: the place to send it current state.
-    on_stream_open: Callable[[str], Coroutine[Any, Any, None]]
-    on_client_gone: Callable[[str], None] = lambda _sid: None
-    tools: list[Tool] = field(default_factory=list)  # the IDE client's (openDiff, closeDiff)
-    model_tools: list[Tool] = field(default_factory=list)  # the model's, on EDITOR_PATH (tools.py)
-    # A CLI hook's event on HOOKS_PATH (hook.py -> changes.py): its JSON in, the answer's out.
-    on_hook: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] | None = None
-
-
-class RpcError(Exception):
-    """A JSON-RPC error answered with an HTTP status (the request never reached a handler)."""
-
-    def __init__(self, status: int, code: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 class McpServer:
@@ -183,7 +121,7 @@ class McpServer:
         if params is not None:
             message["params"] = params
         try:
-            session.stream.put_nowait(b"event: message\ndata: " + _dumps(message) + b"\n\n")
+            session.stream.put_nowait(b"event: message\ndata: " + dumps(message) + b"\n\n")
         except asyncio.QueueFull:
             log.write(log.WARN, f"{session.label}: dropped {method} (its stream is {STREAM_QUEUE} behind)")
             return
@@ -249,7 +187,7 @@ class McpServer:
             if identity.path == HOOKS_PATH:
                 await self._hook(method, receive, send)
                 return
-            _check_protocol_version(headers)
+            check_protocol_version(headers)
             if method == "POST":
                 await self._post(headers, identity, receive, send)
             elif method == "GET":
@@ -261,7 +199,7 @@ class McpServer:
                 raise RpcError(405, -32600, f"method {method} not allowed")
         except RpcError as err:
             log.write(log.WARN, f"refused {method} {scope['path']}: {err.status} {err.message}")
-            await _send_json(send, err.status, _error(None, err.code, err.message))
+            await send_json(send, err.status, error_message(None, err.code, err.message))
 
     def _session(self, headers: dict[str, str], identity: Identity) -> Session:
         session_id = headers.get("mcp-session-id")
@@ -307,7 +245,7 @@ class McpServer:
             session.busy -= 1
             session.last_seen = time.monotonic()
         took = (time.perf_counter() - started) * 1000
-        await _send_json(send, 200, answer)  # the answer first, then its line
+        await send_json(send, 200, answer)  # the answer first, then its line
         if log.enabled(log.DEBUG):
             line = log_lines.request(session.label, name, request_id, message.get("params"), answer, took)
             log.write(log.DEBUG, line)
@@ -325,7 +263,7 @@ class McpServer:
         except (ValueError, TypeError) as err:  # a value no path or git can take (a NUL in cwd, say)
             raise RpcError(400, -32600, f"bad hook event: {quote(str(err), 100)}") from None
         took = (time.perf_counter() - started) * 1000
-        await _send_json(send, 200, answer)
+        await send_json(send, 200, answer)
         if log.enabled(log.DEBUG):
             log.write(log.DEBUG, f"hook {log_lines.summary(event)} → {log_lines.summary(answer)} in {took:.1f} ms")
 
@@ -382,7 +320,7 @@ class McpServer:
             "serverInfo": SERVER_INFO,
         }
         answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-        await _send_json(send, 200, answer, [(b"mcp-session-id", session.id.encode())])
+        await send_json(send, 200, answer, [(b"mcp-session-id", session.id.encode())])
 
     async def _request(self, session: Session, name: str, request_id: Any, params: Any) -> dict[str, Any]:
         if name == "ping":
@@ -394,12 +332,12 @@ class McpServer:
             ]
             return {"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}}
         if name != "tools/call":
-            return _error(request_id, -32601, f"method not found: {quote(name)}")
+            return error_message(request_id, -32601, f"method not found: {quote(name)}")
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-            return _error(request_id, -32602, "tools/call needs params.name")
+            return error_message(request_id, -32602, "tools/call needs params.name")
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
-            return _error(request_id, -32602, "tools/call arguments must be an object")
+            return error_message(request_id, -32602, "tools/call arguments must be an object")
         tool = self._tools[session.path].get(params["name"])
         if tool is None:
             result = error(f"unknown tool: {quote(params['name'])}")
@@ -518,27 +456,3 @@ def _end_stream(stream: asyncio.Queue[bytes | None]) -> None:
             return
         except asyncio.QueueFull:
             stream.get_nowait()
-
-
-def _check_protocol_version(headers: dict[str, str]) -> None:
-    version = headers.get("mcp-protocol-version")
-    if version is not None and version not in PROTOCOL_VERSIONS:
-        raise RpcError(400, -32600, f"unsupported mcp-protocol-version {quote(version)}")
-
-
-def _dumps(message: dict[str, Any]) -> bytes:
-    try:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
-    except UnicodeEncodeError:  # text from Neovim that was not UTF-8 (pynvim surrogate-escapes it)
-        return json.dumps(message, separators=(",", ":")).encode()
-
-
-def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-async def _send_json(send: Send, status: int, message: dict[str, Any], extra: list[tuple[bytes, bytes]] = []) -> None:  # noqa: B006 - never mutated
-    body = _dumps(message)
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
