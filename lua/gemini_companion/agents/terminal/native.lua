@@ -4,6 +4,20 @@ local message = require('gemini_companion.message')
 
 local M = {}
 
+--- The agent buffer's 'filetype' (for ftplugins and FileType autocommands).
+M.FILETYPE = 'gemini_companion_agent'
+
+--- `User GeminiAgentOpened`: the agent's window opened (it need not be the current one).
+---@param agent gemini_companion.Agent
+---@param win integer
+local function opened(agent, win)
+  vim.api.nvim_exec_autocmds('User', {
+    pattern = 'GeminiAgentOpened',
+    modeline = false,
+    data = { agent = agent.name, buf = agent.buf, win = win },
+  })
+end
+
 ---@param value number
 ---@param whole integer
 ---@return integer
@@ -20,16 +34,54 @@ function M.windows(agent)
   end, vim.fn.win_findbuf(agent.buf))
 end
 
---- Show the agent's buffer the way its window preset says; returns the new window (focused).
----@param agent gemini_companion.Agent
+--- Run `fn` with every autocommand held back (a tab opened and left behind the user's back).
+---@param fn fun()
+local function quietly(fn)
+  local saved = vim.go.eventignore
+  vim.go.eventignore = 'all'
+  local ok, err = pcall(fn)
+  vim.go.eventignore = saved
+  assert(ok, err)
+end
+
+--- A tab of its own for the agent's buffer; `enter` false: the current window stays current.
+---@param buf integer
+---@param enter boolean
 ---@return integer
-local function show(agent)
+local function tab(buf, enter)
+  local here, win = vim.api.nvim_get_current_win(), nil
+  local function open()
+    vim.cmd.tabnew()
+    local empty = vim.api.nvim_get_current_buf()
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, buf)
+    if empty ~= buf and vim.api.nvim_buf_is_valid(empty) then
+      pcall(vim.api.nvim_buf_delete, empty, {})
+    end
+  end
+  if enter then
+    open()
+  else
+    quietly(function()
+      open()
+      vim.api.nvim_set_current_win(here)
+    end)
+  end
+  return win
+end
+
+--- Show the agent's buffer the way its window preset says; returns the new window (focused
+--- when `enter`).
+---@param agent gemini_companion.Agent
+---@param enter boolean
+---@return integer
+local function show(agent, enter)
   local name, buf = agent.name, agent.buf
   local w = vim.tbl_extend('force', config.options.terminal.window, agent.spec.window or {})
   local win
   if w.position == 'float' then
     local width, height = measure(w.width, vim.o.columns), measure(w.height, vim.o.lines - 2)
-    win = vim.api.nvim_open_win(buf, true, {
+    win = vim.api.nvim_open_win(buf, enter, {
       relative = 'editor',
       width = width,
       height = height,
@@ -40,17 +92,11 @@ local function show(agent)
       title_pos = 'center',
     })
   elseif w.position == 'tab' then
-    vim.cmd.tabnew()
-    local empty = vim.api.nvim_get_current_buf()
-    win = vim.api.nvim_get_current_win()
-    vim.api.nvim_win_set_buf(win, buf)
-    if empty ~= buf and vim.api.nvim_buf_is_valid(empty) then
-      pcall(vim.api.nvim_buf_delete, empty, {})
-    end
+    win = tab(buf, enter)
   else
     local vertical = w.position == 'right' or w.position == 'left'
     local split = ({ right = 'right', left = 'left', bottom = 'below', top = 'above' })[w.position]
-    win = vim.api.nvim_open_win(buf, true, {
+    win = vim.api.nvim_open_win(buf, enter, {
       split = split,
       win = -1, -- beside the whole tab, not one window
       width = vertical and measure(w.size, vim.o.columns) or nil,
@@ -62,6 +108,7 @@ local function show(agent)
   vim.wo[win].relativenumber = false
   vim.wo[win].signcolumn = 'no'
   vim.wo[win].winbar = ('%%#Title# %s %%* agent'):format(name)
+  require('gemini_companion.agents.terminal.view').restore(agent, win)
   return win
 end
 
@@ -98,25 +145,34 @@ local function take_back_stray_replies(agent)
   end)
 end
 
+--- The agent's Terminal-mode keys (`terminal.back`, `terminal.keys`), each unless false.
 ---@param buf integer
-local function map_back(buf)
-  local key = config.options.terminal.back
-  if key then
-    vim.keymap.set('t', key, '<C-\\><C-n><C-w>p', { buffer = buf, desc = message.prefixed('back to the editor') })
+local function map_keys(buf)
+  local terminal = config.options.terminal
+  local keys = {
+    { terminal.back, '<C-\\><C-n><C-w>p', 'back to the editor' },
+    { terminal.keys.window, '<C-\\><C-n><C-w>', 'a window command' },
+    { terminal.keys.normal, '<C-\\><C-n>', 'Normal mode' },
+  }
+  for _, key in ipairs(keys) do
+    if key[1] then
+      vim.keymap.set('t', key[1], key[2], { buffer = buf, desc = message.prefixed(key[3]) })
+    end
   end
 end
 
---- Start the agent's process in a new terminal buffer, shown and focused.
+--- Start the agent's process in a new terminal buffer, shown (and focused when `focus`).
 ---@param agent gemini_companion.Agent
 ---@param cmd string[]
 ---@param env table<string, string> Added to Neovim's environment (which carries the server's).
 ---@param on_exit fun(code: integer)
+---@param focus boolean
 ---@return boolean ok, string? error
-function M.start(agent, cmd, env, on_exit)
+function M.start(agent, cmd, env, on_exit, focus)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'hide'
   agent.buf = buf
-  show(agent)
+  local win = show(agent, focus)
   local options = {
     env = env,
     on_exit = function(_, code)
@@ -124,21 +180,29 @@ function M.start(agent, cmd, env, on_exit)
     end,
   }
   local ok, job
-  if vim.fn.has('nvim-0.11') == 1 then
-    options.term = true
-    ok, job = pcall(vim.fn.jobstart, cmd, options)
-  else
-    ok, job = pcall(vim.fn.termopen, cmd, options)
-  end
+  -- In the agent's window (the terminal takes its size), which need not be the current one.
+  vim.api.nvim_win_call(win, function()
+    if vim.fn.has('nvim-0.11') == 1 then
+      options.term = true
+      ok, job = pcall(vim.fn.jobstart, cmd, options)
+    else
+      ok, job = pcall(vim.fn.termopen, cmd, options)
+    end
+  end)
   if not ok or job <= 0 then
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     return false, ok and tostring(job) or job
   end
   agent.job, agent.pid = job, vim.fn.jobpid(job)
   pcall(vim.api.nvim_buf_set_name, buf, ('gemini://agent/%s'):format(agent.name))
-  map_back(buf)
+  map_keys(buf)
+  require('gemini_companion.agents.terminal.view').watch(agent)
+  vim.bo[buf].filetype = M.FILETYPE
   take_back_stray_replies(agent)
-  vim.cmd.startinsert()
+  if focus and config.options.terminal.auto_insert then
+    vim.cmd.startinsert()
+  end
+  opened(agent, win)
   return true
 end
 
@@ -147,11 +211,13 @@ end
 function M.open(agent)
   local wins = M.windows(agent)
   if #wins == 0 then
-    show(agent)
+    opened(agent, show(agent, true))
   else
     vim.api.nvim_set_current_win(wins[1])
   end
-  vim.cmd.startinsert()
+  if config.options.terminal.auto_insert then
+    vim.cmd.startinsert()
+  end
 end
 
 ---@param agent gemini_companion.Agent
@@ -170,6 +236,7 @@ end
 ---@param agent gemini_companion.Agent
 function M.hide(agent)
   for _, win in ipairs(M.windows(agent)) do
+    require('gemini_companion.agents.terminal.view').save(agent, win)
     if #vim.api.nvim_tabpage_list_wins(0) > 1 then
       vim.api.nvim_win_close(win, false)
     elseif vim.fn.tabpagenr('$') > 1 then
