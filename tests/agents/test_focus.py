@@ -2,7 +2,8 @@
 `send` leave the cursor, window and mode as they were, on the native and tmux providers, and a hidden
 agent stays hidden unless `focus_after_send`; the agent's window: `terminal.auto_insert`, the view
 kept, the Terminal-mode keys, its filetype and `User GeminiAgentOpened`. The agent is
-tests/harness/fake_agent.py, which records the bytes it is sent."""
+tests/harness/fake_agent.py, which records the bytes it is sent; the real Gemini in
+test_focus_real_cli.py."""
 
 from __future__ import annotations
 
