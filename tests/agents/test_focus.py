@@ -228,3 +228,27 @@ def test_filetype_and_opened_event_name_the_agent_buffer_and_window(editor_facto
     wait_for(lambda: editor.lua("return #_G.opened") == 2, what="the event on showing")
     second = editor.lua("return _G.opened[2]")
     assert second["win"] == editor.nvim.api.get_current_win().handle != win and second["buf"] == buf
+
+
+@pytest.mark.parametrize("position", ["float", "tab", "bottom"])
+def test_a_send_that_starts_the_agent_keeps_the_focus_in_each_window_preset(editor_factory, sandbox, position):
+    """Started by a send from Visual mode: the agent's window (a float, a split) opens beside the
+    user's, who stays in the same window, tab and Visual selection; an agent whose window is a tab
+    starts hidden (opening a tab would end Visual mode), and `:Gemini` shows it."""
+    log = sandbox.base / "agent.log"
+    editor = editor_factory(setup=setup_for(log, terminal={"window": {"position": position}}))
+    editor.wait_state("running")
+    (sandbox.project / "a.txt").write_text("one\ntwo\nthree\n")
+    editor.nvim.command(f"edit {sandbox.project / 'a.txt'}")
+    editor.lua(MAPPINGS)
+    editor.nvim.input("Vj")
+    before = {**where(editor), "tab": editor.nvim.api.get_current_tabpage().handle}
+    editor.nvim.input("<F2>")
+    wait_for(lambda: PASTE_END in received(log), what="the paste")
+    assert {**where(editor), "tab": editor.nvim.api.get_current_tabpage().handle} == before
+    assert "(lines 1-2)" in received(log).decode() and agent(editor)["visible"] == (position != "tab")
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    editor.nvim.input("<Esc>")
+    editor.nvim.command("Gemini")
+    assert agent(editor)["visible"] and editor.lua("return vim.bo.buftype") == "terminal"
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == (2 if position == "tab" else 1)

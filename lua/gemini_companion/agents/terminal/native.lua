@@ -34,50 +34,20 @@ function M.windows(agent)
   end, vim.fn.win_findbuf(agent.buf))
 end
 
---- Run `fn` with every autocommand held back (a tab opened and left behind the user's back).
----@param fn fun()
-local function quietly(fn)
-  local saved = vim.go.eventignore
-  vim.go.eventignore = 'all'
-  local ok, err = pcall(fn)
-  vim.go.eventignore = saved
-  assert(ok, err)
-end
-
---- A tab of its own for the agent's buffer; `enter` false: the current window stays current.
----@param buf integer
----@param enter boolean
----@return integer
-local function tab(buf, enter)
-  local here, win = vim.api.nvim_get_current_win(), nil
-  local function open()
-    vim.cmd.tabnew()
-    local empty = vim.api.nvim_get_current_buf()
-    win = vim.api.nvim_get_current_win()
-    vim.api.nvim_win_set_buf(win, buf)
-    if empty ~= buf and vim.api.nvim_buf_is_valid(empty) then
-      pcall(vim.api.nvim_buf_delete, empty, {})
-    end
-  end
-  if enter then
-    open()
-  else
-    quietly(function()
-      open()
-      vim.api.nvim_set_current_win(here)
-    end)
-  end
-  return win
+---@param agent gemini_companion.Agent
+---@return gemini_companion.WindowConfig
+local function preset(agent)
+  return vim.tbl_extend('force', config.options.terminal.window, agent.spec.window or {})
 end
 
 --- Show the agent's buffer the way its window preset says; returns the new window (focused
 --- when `enter`).
 ---@param agent gemini_companion.Agent
----@param enter boolean
+---@param enter boolean (never false for a tab: opening one ends Visual mode)
 ---@return integer
 local function show(agent, enter)
   local name, buf = agent.name, agent.buf
-  local w = vim.tbl_extend('force', config.options.terminal.window, agent.spec.window or {})
+  local w = preset(agent)
   local win
   if w.position == 'float' then
     local width, height = measure(w.width, vim.o.columns), measure(w.height, vim.o.lines - 2)
@@ -92,7 +62,13 @@ local function show(agent, enter)
       title_pos = 'center',
     })
   elseif w.position == 'tab' then
-    win = tab(buf, enter)
+    vim.cmd.tabnew()
+    local empty = vim.api.nvim_get_current_buf()
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, buf)
+    if empty ~= buf and vim.api.nvim_buf_is_valid(empty) then
+      pcall(vim.api.nvim_buf_delete, empty, {})
+    end
   else
     local vertical = w.position == 'right' or w.position == 'left'
     local split = ({ right = 'right', left = 'left', bottom = 'below', top = 'above' })[w.position]
@@ -161,7 +137,8 @@ local function map_keys(buf)
   end
 end
 
---- Start the agent's process in a new terminal buffer, shown (and focused when `focus`).
+--- Start the agent's process in a new terminal buffer, shown (and focused when `focus`; not
+--- focused, an agent whose window is a tab starts hidden: `:Gemini` shows it).
 ---@param agent gemini_companion.Agent
 ---@param cmd string[]
 ---@param env table<string, string> Added to Neovim's environment (which carries the server's).
@@ -172,7 +149,7 @@ function M.start(agent, cmd, env, on_exit, focus)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'hide'
   agent.buf = buf
-  local win = show(agent, focus)
+  local win = (focus or preset(agent).position ~= 'tab') and show(agent, focus) or nil
   local options = {
     env = env,
     on_exit = function(_, code)
@@ -180,15 +157,20 @@ function M.start(agent, cmd, env, on_exit, focus)
     end,
   }
   local ok, job
-  -- In the agent's window (the terminal takes its size), which need not be the current one.
-  vim.api.nvim_win_call(win, function()
+  local function run()
     if vim.fn.has('nvim-0.11') == 1 then
       options.term = true
       ok, job = pcall(vim.fn.jobstart, cmd, options)
     else
       ok, job = pcall(vim.fn.termopen, cmd, options)
     end
-  end)
+  end
+  -- In the agent's window (the terminal takes its size), which need not be the current one.
+  if win then
+    vim.api.nvim_win_call(win, run)
+  else
+    vim.api.nvim_buf_call(buf, run)
+  end
   if not ok or job <= 0 then
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
     return false, ok and tostring(job) or job
@@ -202,7 +184,9 @@ function M.start(agent, cmd, env, on_exit, focus)
   if focus and config.options.terminal.auto_insert then
     vim.cmd.startinsert()
   end
-  opened(agent, win)
+  if win then
+    opened(agent, win)
+  end
   return true
 end
 
