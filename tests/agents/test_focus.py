@@ -117,27 +117,43 @@ def test_a_hidden_agent_stays_hidden_unless_focus_after_send(editor_factory, san
         wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "t", what="Terminal mode")
 
 
-def test_adding_from_nvim_tree_stays_in_the_tree(editor_factory, sandbox):
-    """:GeminiAdd on a node of the real nvim-tree: the reference goes to the agent, the tree keeps
-    the cursor and the focus."""
+# Each tree opened on the project, as its README says (netrw is Neovim's own).
+TREES = {
+    "NvimTree": ("nvim-tree.lua", "require('nvim-tree').setup({}) require('nvim-tree.api').tree.open()"),
+    "oil": ("oil.nvim", "require('oil').setup({}) require('oil').open(vim.fn.getcwd())"),
+    "netrw": (None, "vim.cmd.Explore(vim.fn.getcwd())"),
+}
+
+
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_adding_from_a_file_tree_stays_in_the_tree(editor_factory, sandbox, tree):
+    """:GeminiAdd on a node of a real file tree: the reference goes to the agent (which it starts),
+    the tree keeps the cursor and the focus."""
     log = sandbox.base / "agent.log"
     (sandbox.project / "a.txt").write_text("a\n")
     (sandbox.project / "b.txt").write_text("b\n")
     editor = editor_factory(setup=setup_for(log))
     editor.wait_state("running")
-    editor.lua("vim.opt.rtp:prepend(...) require('nvim-tree').setup({})", str(USER_PLUGINS / "nvim-tree.lua"))
-    editor.lua("require('nvim-tree.api').tree.open()")
-    wait_for(lambda: editor.lua("return vim.bo.filetype") == "NvimTree", what="the tree")
-    line = wait_for(
-        lambda: next((i + 1 for i, text in enumerate(editor.nvim.current.buffer[:]) if "b.txt" in text), None),
-        what="the node",
-    )
-    editor.nvim.api.win_set_cursor(0, [line, 0])
+    plugin, opening = TREES[tree]
+    if plugin:
+        editor.lua("vim.opt.rtp:prepend(...)", str(USER_PLUGINS / plugin))
+    editor.lua(opening)
+    wait_for(lambda: editor.lua("return vim.bo.filetype") == tree, what="the tree")
+
+    def on_node() -> bool:  # (a tree may draw its lines again as it settles)
+        lines = editor.nvim.current.buffer[:]
+        line = next((i + 1 for i, text in enumerate(lines) if "b.txt" in text), None)
+        if line:
+            editor.nvim.api.win_set_cursor(0, [line, 0])
+        path = editor.lua("return require('gemini_companion.agents.prompt').current_path()")
+        return line is not None and path.endswith("/b.txt")
+
+    wait_for(on_node, what="the cursor on b.txt")
     before = where(editor)
     editor.nvim.command("GeminiAdd")
     wait_for(lambda: PASTE_END in received(log), what="the reference")
     assert b"@./b.txt " in received(log)
-    assert where(editor) == before and editor.lua("return vim.bo.filetype") == "NvimTree"
+    assert where(editor) == before and editor.lua("return vim.bo.filetype") == tree
 
 
 def scrolled_agent(editor_factory, log: Path, **terminal: Any) -> Editor:
