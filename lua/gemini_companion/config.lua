@@ -6,6 +6,7 @@
 ---@field agents table<string, gemini_companion.AgentSpec> The agents `:Gemini {name}` runs.
 ---@field default_agent string The agent `:Gemini` runs without a name.
 ---@field terminal gemini_companion.TerminalConfig Where agents run.
+---@field focus_after_send boolean A send shows the agent and focuses it (false: cursor, window and mode stay).
 ---@field cli_settings 'ask'|'auto'|'never' Turning IDE mode on in Gemini CLI's user settings before `:Gemini` starts it.
 ---@field tools gemini_companion.ToolsConfig The model's editor tools.
 ---@field changes gemini_companion.ChangesConfig What agents changed, turn by turn.
@@ -59,6 +60,12 @@
 ---@field external gemini_companion.ExternalConfig
 ---@field close_on_exit boolean Close an agent's window when its process exits.
 ---@field back string|false Terminal-mode key, in an agent's window, back to the last editor window.
+---@field auto_insert boolean Entering an agent's window starts Terminal mode (false: Normal mode, the view kept).
+---@field keys gemini_companion.TerminalKeys Terminal-mode keys in an agent's window.
+
+---@class gemini_companion.TerminalKeys
+---@field window string|false Leaves Terminal mode and starts a window command (as CTRL-W does).
+---@field normal string|false Leaves Terminal mode (as CTRL-\ CTRL-N does).
 
 ---@class gemini_companion.DiffConfig
 ---@field layout 'vertical'|'horizontal' Original and proposal side by side, or one above the other.
@@ -141,6 +148,10 @@ end
 
 local STRINGS = check('a non-empty list of strings', function(v)
   return all_strings(v) and #v > 0
+end)
+
+local KEY = check('a key or false', function(v)
+  return v == false or (type(v) == 'string' and v ~= '') -- '' is no key: vim.keymap.set refuses it
 end)
 
 -- The schema: every option once, with its default, its check and what it is for. The defaults,
@@ -319,6 +330,11 @@ M.schema = {
     },
   },
   resume = choice("What an agent's first `:Gemini` does with the last conversation.", 'ask', 'always', 'never'),
+  focus_after_send = {
+    doc = 'A send shows the agent and focuses it.',
+    default = false,
+    check = BOOLEAN,
+  },
   terminal = {
     doc = 'Where agents run.',
     fields = vim.tbl_extend('error', PLACE, {
@@ -327,9 +343,19 @@ M.schema = {
       back = {
         doc = "Terminal-mode key, in an agent's window, back to the last editor window.",
         default = '<C-\\><C-w>',
-        check = check('a key or false', function(v)
-          return v == false or (type(v) == 'string' and v ~= '') -- '' is no key: vim.keymap.set refuses it
-        end),
+        check = KEY,
+      },
+      auto_insert = {
+        doc = "Entering an agent's window starts Terminal mode.",
+        default = true,
+        check = BOOLEAN,
+      },
+      keys = {
+        doc = "Terminal-mode keys in an agent's window.",
+        fields = {
+          window = { doc = 'Leaves Terminal mode and starts a window command.', default = '<C-w>', check = KEY },
+          normal = { doc = 'Leaves Terminal mode.', default = false, check = KEY },
+        },
       },
     }),
   },

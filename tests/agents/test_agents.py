@@ -127,7 +127,10 @@ def test_send_of_a_block_selection_sends_the_block(ed, log, sandbox):
     assert not received(log).endswith(b"\r")  # no bang: not submitted
 
 
-def test_add_escapes_paths_and_defaults_to_the_current_file(ed, log, sandbox):
+def test_add_escapes_paths_and_defaults_to_the_current_file(editor_factory, log, sandbox):
+    """(With `focus_after_send`: a send focuses the agent, as it did before the option.)"""
+    ed = editor_factory(setup={**fake_agents(log), "focus_after_send": True})
+    ed.wait_state("running")
     spaced = sandbox.project / "my dir" / "a (1).txt"
     spaced.parent.mkdir()
     spaced.write_text("x\n")

@@ -91,7 +91,8 @@ def gemini(sandbox: Sandbox) -> Iterator[tuple[Tui, FakeModel, Path]]:
     target.write_text("hello\nworld\n")
     replace = {"file_path": str(target), "instruction": "-", "old_string": "world", "new_string": "there"}
     script = [Turn(call="replace", args=replace), Turn(text="All done."), Turn(text="Seen it.")]
-    setup = {"agents": {"gemini": {"cmd": [str(GEMINI_BIN)]}}, "cli_settings": "ask"}
+    # focus_after_send: :GeminiAdd shows the hidden agent, to go on typing there.
+    setup = {"agents": {"gemini": {"cmd": [str(GEMINI_BIN)]}}, "cli_settings": "ask", "focus_after_send": True}
     with neovim_with_agents(sandbox, target, script, setup) as running:
         yield running
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agents.send_helpers import HOSTILE_LINES, HOSTILE_NAME, shown, snippet
-from conftest import HARNESS, TIMEOUT, Editor, Sandbox, wait_for
+from conftest import HARNESS, Editor, Sandbox, wait_for
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
@@ -176,25 +174,6 @@ def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
     wait_for(lambda: received(log).count(PASTE_END) == 3, what="the current file's reference")
     assert pastes(received(log))[2] == b"@./\\`touch\\ pwned\\` "
     assert not (sandbox.project / "pwned").exists() and not (sandbox.home / "pwned").exists()
-
-
-@pytest.fixture
-def tmux_server(sandbox: Sandbox) -> Iterator[None]:
-    """A private tmux server whose first pane stands for Neovim's: a headless Neovim with $TMUX and
-    $TMUX_PANE naming it runs the tmux provider as a Neovim inside tmux would."""
-    socket = sandbox.base / "tmux.sock"
-    tmux = ["tmux", "-S", str(socket), "-f", "/dev/null"]
-    out = subprocess.run(
-        [*tmux, "new-session", "-d", "-P", "-F", "#{pid} #{pane_id}", "-x", "200", "-y", "50", "sleep 600"],
-        env=sandbox.env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=TIMEOUT,
-    ).stdout.split()
-    sandbox.env.update(TMUX=f"{socket},{out[0]},0", TMUX_PANE=out[1])
-    yield
-    subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=TIMEOUT)
 
 
 @pytest.mark.usefixtures("tmux_server")

@@ -99,7 +99,7 @@ def test_selection_and_names_reach_the_model_as_text(running, sandbox):
     # Without !: pasted, not submitted (the next request holds this paste and the next one).
     tui.ex("GeminiSend")
     wait_for(lambda: "Pasted" in agent_screen(tui, cli), E2E_TIMEOUT, "the paste in the prompt")
-    tui.ex("wincmd p")
+    # (The focus stays in the editor's window: no `wincmd p` back to it.)
     wait_for(lambda: tui.lua("return vim.bo.buftype") == "", E2E_TIMEOUT, "the editor's window")
     tui.ex("2,3GeminiSend! go on")
     sent = wait_for(lambda: turns(cli, model, "go on"), E2E_TIMEOUT, "the snippets to reach the model")
@@ -119,7 +119,6 @@ def test_selection_and_names_reach_the_model_as_text(running, sandbox):
     folder = sandbox.project / "dir $HOME ~"
     folder.mkdir()
     (folder / "inner.txt").write_text("<CONTENT dir>\n")
-    tui.ex("wincmd p")
     wait_for(lambda: tui.lua("return vim.bo.buftype") == "", E2E_TIMEOUT, "the editor's window")
     tui.lua("vim.cmd.GeminiAdd({ args = ..., magic = { file = false } })", [*NAMES, *GLOB_NAMES, str(folder)])
     wait_for(lambda: "@./" in agent_screen(tui, cli), E2E_TIMEOUT, "the references in the prompt")

@@ -17,6 +17,7 @@ local M = {}
 ---@field job integer? native, external: the job.
 ---@field pane string? tmux: the pane id.
 ---@field hidden boolean? tmux: moved to a background window.
+---@field view table? native: the view of its window when last left (terminal/view.lua).
 ---@field exited boolean? The process ended.
 ---@field ready boolean? It has taken input once: no more waiting before a send.
 ---@field started number vim.uv.hrtime() at start.
@@ -30,7 +31,7 @@ local M = {}
 ---@field heard boolean? A hook of it has been heard: its state comes from hooks (else its screen).
 
 ---@class gemini_companion.TerminalProvider
----@field start fun(agent: gemini_companion.Agent, cmd: string[], env: table<string, string>, on_exit: fun(code: integer)): boolean, string? `on_exit` may be called from any context.
+---@field start fun(agent: gemini_companion.Agent, cmd: string[], env: table<string, string>, on_exit: fun(code: integer), focus: boolean): boolean, string? Shown (and focused when `focus`, where it can be); `on_exit` may be called from any context.
 ---@field open fun(agent: gemini_companion.Agent) Show and focus.
 ---@field hide fun(agent: gemini_companion.Agent)
 ---@field focused fun(agent: gemini_companion.Agent): boolean
@@ -162,11 +163,12 @@ local function command(name, args)
   return cmd
 end
 
---- Start an agent (shown and focused where its provider can).
+--- Start an agent, shown (and focused, when `focus`, where its provider can).
 ---@param name string
 ---@param args string[]
+---@param focus boolean
 ---@return gemini_companion.Agent? agent, string? error
-local function start(name, args)
+local function start(name, args, focus)
   local cmd, problem = command(name, args)
   if not cmd then
     return nil, problem
@@ -194,7 +196,8 @@ local function start(name, args)
     env,
     vim.schedule_wrap(function(code)
       on_exit(agent, code)
-    end)
+    end),
+    focus
   )
   if not ok then
     if agent.port then
@@ -216,31 +219,34 @@ function M.resolve(name)
 end
 local resolve = M.resolve
 
---- Each agent being started once the server answers (served.lua): what waits for it.
----@type table<string, fun(agent: gemini_companion.Agent)[]>
+--- Each agent being started once the server answers (served.lua): what waits for it, and
+--- whether one of those asked for its focus.
+---@type table<string, {focus: boolean, [integer]: fun(agent: gemini_companion.Agent)}>
 local starting = {}
 
 --- Start the agent once the server answers (at once when it does), then `done(agent)`. One
---- start per name: a second ask while it waits joins the first.
+--- start per name: a second ask while it waits joins the first (focused if either asked).
 ---@param name string
 ---@param args string[]
 ---@param done fun(agent: gemini_companion.Agent)
-local function start_served(name, args, done)
+---@param focus boolean
+local function start_served(name, args, done, focus)
   if starting[name] then
+    starting[name].focus = starting[name].focus or focus
     return table.insert(starting[name], done)
   end
   local _, problem = command(name, args)
   if problem then
     return message.notify(problem, 'error')
   end
-  starting[name] = { done }
+  starting[name] = { done, focus = focus }
   require('gemini_companion.agents.served').when(function(not_served)
     local waited = starting[name]
     starting[name] = nil
     if not_served then -- never an agent that cannot connect, and never silently: one line
       return message.brief(('%s not started: %s'):format(name, not_served), 'error')
     end
-    local agent, err = start(name, args)
+    local agent, err = start(name, args, waited.focus)
     if not agent then
       return message.notify(err or '?', 'error')
     end
@@ -262,7 +268,7 @@ function M.open(name, args, on_open)
   on_open = on_open or function() end
   local agent = running[name]
   if not agent then
-    start_served(name, args or {}, on_open)
+    start_served(name, args or {}, on_open, true)
     return running[name]
   end
   agent.provider.open(agent)
@@ -368,17 +374,33 @@ local function when_ready(agent, fn)
   end)
 end
 
---- Type `text` into the agent's prompt as a bracketed paste (never submits on its own), with the
---- agent shown and focused to go on typing; `submit`: then press Enter as a separate key, late
---- enough that the CLI takes it as submit. The text arrives as text (`prompt.text`): no byte of it
---- is a key, an escape sequence or the paste's end.
+--- Run `fn(agent)` with the agent running: focused (shown) when `focus_after_send`, else as it is,
+--- or started without the focus.
+---@param name string
+---@param fn fun(agent: gemini_companion.Agent)
+local function reach(name, fn)
+  local agent = running[name]
+  if config.options.focus_after_send then
+    M.open(name, nil, fn)
+  elseif agent then
+    fn(agent)
+  else
+    start_served(name, {}, fn, false)
+  end
+end
+
+--- Type `text` into the agent's prompt as a bracketed paste (never submits on its own); `submit`:
+--- then press Enter as a separate key, late enough that the CLI takes it as submit. The text
+--- arrives as text (`prompt.text`): no byte of it is a key, an escape sequence or the paste's end.
+--- The cursor, window and mode stay where they are: a hidden agent stays hidden, one that does
+--- not run starts shown but not focused; `focus_after_send`: the agent is shown and focused.
 ---@param name? string
 ---@param text string
 ---@param submit? boolean
 function M.send(name, text, submit)
   text = require('gemini_companion.agents.prompt').text(text)
   name = resolve(name)
-  M.open(name, nil, function(agent)
+  reach(name, function(agent)
     M.last = name
     when_ready(agent, function()
       local ok, err = agent.provider.paste(agent, text)

@@ -172,23 +172,30 @@ function M.snippet(path, first, last, lines, filetype, prompt)
   return text
 end
 
---- The lines a command's range (or the last visual selection, in its own kind) covers.
+--- The lines a command's range (or the last visual selection, in its own kind) covers; run
+--- from Visual mode still on (a `<Cmd>` mapping: no range), the selection being made.
 ---@param opts table The user command's opts.
 ---@return string[] lines, integer first, integer last
 function M.selection(opts)
   local buf = vim.api.nvim_get_current_buf()
   local first, last = opts.line1, opts.line2
   local vstart, vend = vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  local kind = vim.fn.visualmode()
   local from_visual = opts.range > 0 and vstart[2] == first and vend[2] == last
-  if from_visual and vim.fn.visualmode() ~= 'V' and vim.fn.exists('*getregion') == 1 then
-    local kind = vim.fn.visualmode()
+  local visual = vim.fn.mode():match('^[vV\22]')
+  if opts.range == 0 and visual then
+    vstart, vend, kind = vim.fn.getpos('v'), vim.fn.getpos('.'), visual
+    first, last = math.min(vstart[2], vend[2]), math.max(vstart[2], vend[2])
+    from_visual = true
+  end
+  if from_visual and kind ~= 'V' and vim.fn.exists('*getregion') == 1 then
     local lines = vim.fn.getregion(vstart, vend, { type = kind == '' and 'v' or kind })
     for i, line in ipairs(lines) do -- Vimscript lists hold a NUL as "\n"; the API's lines hold "\0"
       lines[i] = line:gsub('\n', '\0')
     end
     return lines, first, last
   end
-  if opts.range == 0 then
+  if opts.range == 0 and not visual then
     first, last = 1, vim.api.nvim_buf_line_count(buf)
   end
   return vim.api.nvim_buf_get_lines(buf, first - 1, last, false), first, last

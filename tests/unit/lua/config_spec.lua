@@ -135,6 +135,18 @@ return {
     fails_with({ terminal = { tmux = { size = 'big' } } }, 'option terminal.tmux.size')
     fails_with({ terminal = { external = { cmd = 'kitty' } } }, 'option terminal.external.cmd')
   end,
+  the_agent_window_options_are_checked = function()
+    config.set({ focus_after_send = true, terminal = { auto_insert = false, keys = { normal = '<Esc><Esc>' } } })
+    local terminal = config.options.terminal
+    assert(config.options.focus_after_send and not terminal.auto_insert)
+    assert(terminal.keys.normal == '<Esc><Esc>' and terminal.keys.window == '<C-w>') -- the other key kept
+    config.set({ terminal = { keys = { window = false } } })
+    assert(config.options.terminal.keys.window == false and config.options.terminal.keys.normal == false)
+    fails_with({ terminal = { keys = { window = '' } } }, 'option terminal.keys.window: expected a key or false')
+    fails_with({ terminal = { keys = { normal = true } } }, 'option terminal.keys.normal: expected a key or false')
+    fails_with({ terminal = { auto_insert = 'yes' } }, 'option terminal.auto_insert: expected a boolean')
+    fails_with({ focus_after_send = 1 }, 'option focus_after_send: expected a boolean')
+  end,
   an_agents_env_holds_strings_only = function() -- a boolean there broke `:Gemini` with a traceback
     fails_with({ agents = { x = { cmd = { 'x' }, env = { GEMINI_CLI_HOME = true } } } }, 'option agents.x.env')
     fails_with({ agents = { x = { cmd = { 'x' }, env = { 'FOO=1' } } } }, 'option agents.x.env')

@@ -4,6 +4,20 @@ local message = require('gemini_companion.message')
 
 local M = {}
 
+--- The agent buffer's 'filetype' (for ftplugins and FileType autocommands).
+M.FILETYPE = 'gemini_companion_agent'
+
+--- `User GeminiAgentOpened`: the agent's window opened (it need not be the current one).
+---@param agent gemini_companion.Agent
+---@param win integer
+local function opened(agent, win)
+  vim.api.nvim_exec_autocmds('User', {
+    pattern = 'GeminiAgentOpened',
+    modeline = false,
+    data = { agent = agent.name, buf = agent.buf, win = win },
+  })
+end
+
 ---@param value number
 ---@param whole integer
 ---@return integer
@@ -20,16 +34,24 @@ function M.windows(agent)
   end, vim.fn.win_findbuf(agent.buf))
 end
 
---- Show the agent's buffer the way its window preset says; returns the new window (focused).
 ---@param agent gemini_companion.Agent
+---@return gemini_companion.WindowConfig
+local function preset(agent)
+  return vim.tbl_extend('force', config.options.terminal.window, agent.spec.window or {})
+end
+
+--- Show the agent's buffer the way its window preset says; returns the new window (focused
+--- when `enter`).
+---@param agent gemini_companion.Agent
+---@param enter boolean (never false for a tab: opening one ends Visual mode)
 ---@return integer
-local function show(agent)
+local function show(agent, enter)
   local name, buf = agent.name, agent.buf
-  local w = vim.tbl_extend('force', config.options.terminal.window, agent.spec.window or {})
+  local w = preset(agent)
   local win
   if w.position == 'float' then
     local width, height = measure(w.width, vim.o.columns), measure(w.height, vim.o.lines - 2)
-    win = vim.api.nvim_open_win(buf, true, {
+    win = vim.api.nvim_open_win(buf, enter, {
       relative = 'editor',
       width = width,
       height = height,
@@ -50,7 +72,7 @@ local function show(agent)
   else
     local vertical = w.position == 'right' or w.position == 'left'
     local split = ({ right = 'right', left = 'left', bottom = 'below', top = 'above' })[w.position]
-    win = vim.api.nvim_open_win(buf, true, {
+    win = vim.api.nvim_open_win(buf, enter, {
       split = split,
       win = -1, -- beside the whole tab, not one window
       width = vertical and measure(w.size, vim.o.columns) or nil,
@@ -62,6 +84,7 @@ local function show(agent)
   vim.wo[win].relativenumber = false
   vim.wo[win].signcolumn = 'no'
   vim.wo[win].winbar = ('%%#Title# %s %%* agent'):format(name)
+  require('gemini_companion.agents.terminal.view').restore(agent, win)
   return win
 end
 
@@ -98,25 +121,35 @@ local function take_back_stray_replies(agent)
   end)
 end
 
+--- The agent's Terminal-mode keys (`terminal.back`, `terminal.keys`), each unless false.
 ---@param buf integer
-local function map_back(buf)
-  local key = config.options.terminal.back
-  if key then
-    vim.keymap.set('t', key, '<C-\\><C-n><C-w>p', { buffer = buf, desc = message.prefixed('back to the editor') })
+local function map_keys(buf)
+  local terminal = config.options.terminal
+  local keys = {
+    { terminal.back, '<C-\\><C-n><C-w>p', 'back to the editor' },
+    { terminal.keys.window, '<C-\\><C-n><C-w>', 'a window command' },
+    { terminal.keys.normal, '<C-\\><C-n>', 'Normal mode' },
+  }
+  for _, key in ipairs(keys) do
+    if key[1] then
+      vim.keymap.set('t', key[1], key[2], { buffer = buf, desc = message.prefixed(key[3]) })
+    end
   end
 end
 
---- Start the agent's process in a new terminal buffer, shown and focused.
+--- Start the agent's process in a new terminal buffer, shown (and focused when `focus`; not
+--- focused, an agent whose window is a tab starts hidden: `:Gemini` shows it).
 ---@param agent gemini_companion.Agent
 ---@param cmd string[]
 ---@param env table<string, string> Added to Neovim's environment (which carries the server's).
 ---@param on_exit fun(code: integer)
+---@param focus boolean
 ---@return boolean ok, string? error
-function M.start(agent, cmd, env, on_exit)
+function M.start(agent, cmd, env, on_exit, focus)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'hide'
   agent.buf = buf
-  show(agent)
+  local win = (focus or preset(agent).position ~= 'tab') and show(agent, focus) or nil
   local options = {
     env = env,
     on_exit = function(_, code)
@@ -124,11 +157,19 @@ function M.start(agent, cmd, env, on_exit)
     end,
   }
   local ok, job
-  if vim.fn.has('nvim-0.11') == 1 then
-    options.term = true
-    ok, job = pcall(vim.fn.jobstart, cmd, options)
+  local function run()
+    if vim.fn.has('nvim-0.11') == 1 then
+      options.term = true
+      ok, job = pcall(vim.fn.jobstart, cmd, options)
+    else
+      ok, job = pcall(vim.fn.termopen, cmd, options)
+    end
+  end
+  -- In the agent's window (the terminal takes its size), which need not be the current one.
+  if win then
+    vim.api.nvim_win_call(win, run)
   else
-    ok, job = pcall(vim.fn.termopen, cmd, options)
+    vim.api.nvim_buf_call(buf, run)
   end
   if not ok or job <= 0 then
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
@@ -136,9 +177,16 @@ function M.start(agent, cmd, env, on_exit)
   end
   agent.job, agent.pid = job, vim.fn.jobpid(job)
   pcall(vim.api.nvim_buf_set_name, buf, ('gemini://agent/%s'):format(agent.name))
-  map_back(buf)
+  map_keys(buf)
+  require('gemini_companion.agents.terminal.view').watch(agent)
+  vim.bo[buf].filetype = M.FILETYPE
   take_back_stray_replies(agent)
-  vim.cmd.startinsert()
+  if focus and config.options.terminal.auto_insert then
+    vim.cmd.startinsert()
+  end
+  if win then
+    opened(agent, win)
+  end
   return true
 end
 
@@ -147,11 +195,13 @@ end
 function M.open(agent)
   local wins = M.windows(agent)
   if #wins == 0 then
-    show(agent)
+    opened(agent, show(agent, true))
   else
     vim.api.nvim_set_current_win(wins[1])
   end
-  vim.cmd.startinsert()
+  if config.options.terminal.auto_insert then
+    vim.cmd.startinsert()
+  end
 end
 
 ---@param agent gemini_companion.Agent
@@ -170,6 +220,7 @@ end
 ---@param agent gemini_companion.Agent
 function M.hide(agent)
   for _, win in ipairs(M.windows(agent)) do
+    require('gemini_companion.agents.terminal.view').save(agent, win)
     if #vim.api.nvim_tabpage_list_wins(0) > 1 then
       vim.api.nvim_win_close(win, false)
     elseif vim.fn.tabpagenr('$') > 1 then

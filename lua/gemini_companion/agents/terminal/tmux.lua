@@ -44,12 +44,16 @@ end
 ---@param cmd string[]
 ---@param env table<string, string> The whole connection environment (a tmux pane inherits tmux's, not Neovim's).
 ---@param on_exit fun(code: integer)
+---@param focus boolean The new pane takes tmux's focus (false: Neovim's pane keeps it, -d).
 ---@return boolean ok, string? error
-function M.start(agent, cmd, env, on_exit)
+function M.start(agent, cmd, env, on_exit, focus)
   if not vim.env.TMUX or not vim.env.TMUX_PANE then
     return false, "terminal.provider = 'tmux' needs Neovim running inside tmux ($TMUX is not set)"
   end
   local args = { 'split-window', '-P', '-F', '#{pane_id} #{pane_pid}', '-c', vim.fn.getcwd() }
+  if not focus then
+    table.insert(args, '-d')
+  end
   vim.list_extend(args, placement(agent))
   for key, value in pairs(env) do
     vim.list_extend(args, { '-e', key .. '=' .. value })
