@@ -3,7 +3,8 @@ the real Gemini CLI and Qwen Code under a real Neovim TUI (tmux), against the sc
 model gets exactly the named file and never its siblings a glob of the name would match. Gemini CLI
 reads an `@path` through a glob, so the plugin types the plain path and the scripted model reads
 what the prompt says with the CLI's own read_file tool; Qwen Code reads the escaped `@path` itself.
-A backslash in a name goes to both as the plain path (Qwen's absolute)."""
+A backslash in a name goes to both as the plain path (Qwen's absolute); so does, to Gemini, a name
+with a twin in another case (README.md beside readme.md: its glob ignores case)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ FILES = {
     "app/(group)/g.tsx": "MK_GROUP",
     "lib/back\\slash.ts": "MK_BACKSLASH",  # no @ form carries it to either CLI: the plain path
     "lib/back/slash.ts": "MK_SIBLING_SLASH",  # what Gemini's reader turns the backslash into
+    "docs/README.md": "MK_README",  # Gemini's glob ignores case: the plain path
+    "docs/readme.md": "MK_SIBLING_README",
 }
 ASKED = "which files?"
 
@@ -84,11 +87,22 @@ def test_a_route_name_reaches_the_model_as_exactly_that_file(running, sandbox):
     named = [name for name, marker in FILES.items() if "SIBLING" not in marker]
     tui.lua("vim.cmd.GeminiAdd({ args = ..., magic = { file = false } })", named)
     wait_for(lambda: "page.svelte" in agent_screen(tui, cli), E2E_TIMEOUT, "the references in the prompt")
-    tui.lua("require('gemini_companion.agents').send(nil, ...)", ASKED, True)
+    tui.lua("require('gemini_companion.agents').send(nil, ...)", ASKED)
+    wait_for(lambda: ASKED in agent_screen(tui, cli), E2E_TIMEOUT, "the question in the prompt")
 
     def sent() -> str:
         with model._lock:
             return json.dumps([r["body"] for r in model.requests])
+
+    def submitted() -> bool:
+        """Enter until the turn starts: Gemini turns an Enter that comes before it has handled a
+        paste into a newline, and a loaded machine can hold it up long after the send's own Enter."""
+        if ASKED in sent():
+            return True
+        tui.lua("local agent = require('gemini_companion.agents').get(...) agent.provider.enter(agent)", cli)
+        return False
+
+    wait_for(submitted, E2E_TIMEOUT, "the turn")
 
     wanted = [marker for marker in FILES.values() if "SIBLING" not in marker]
     wait_for(lambda: all(marker in sent() for marker in wanted), E2E_TIMEOUT, "the files")
@@ -97,5 +111,5 @@ def test_a_route_name_reaches_the_model_as_exactly_that_file(running, sandbox):
     assert "GeminiAdd" not in messages, messages
     # The plain paths, each read by the CLI's own tool: exactly that file's text.
     read = list(dict.fromkeys(json.dumps(result) for result in model.tool_results()))  # each request repeats them
-    plain = ["MK_TARGET", "MK_BACKSLASH"] if cli == "gemini" else ["MK_BACKSLASH"]
+    plain = ["MK_TARGET", "MK_BACKSLASH", "MK_README"] if cli == "gemini" else ["MK_BACKSLASH"]
     assert [[marker for marker in wanted if marker in result] for result in read] == [[m] for m in plain], read

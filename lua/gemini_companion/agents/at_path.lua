@@ -6,6 +6,7 @@
 ---   path (read_many_files): `@app/\[id\]/page.tsx` reads app/i/page.tsx and app/d/page.tsx, never
 ---   the file itself, and no escape survives. A name with `"` or `...`, or a part that starts like
 ---   a test log (`FAIL `, `✓ `…), it drops (its validatePath: noise, of which it may read one word).
+---   Its glob ignores case, in every part of the path: `@up/y.txt` also sent Up/y.txt.
 --- - Qwen reads an `@path` as itself after its escapes, except a backslash (its reader drops it).
 --- - Both CLIs' read_file tools read a plain path as itself (Qwen's wants it absolute).
 local prompt = require('gemini_companion.agents.prompt')
@@ -18,11 +19,12 @@ local M = {}
 ---@return string? text, string? why
 function M.form(path, cli)
   local ref = prompt.reference(path)
-  if not prompt.globbed(prompt.absolute(path), cli) and not (cli ~= 'qwen' and M.noise(ref)) then
+  local absolute = prompt.absolute(path)
+  if not prompt.globbed(absolute, cli) and not (cli ~= 'qwen' and (M.noise(ref) or M.case_twin(absolute))) then
     return ref
   end
-  local plain = cli == 'qwen' and prompt.absolute(path) or prompt.display(path)
-  if vim.fn.isdirectory(prompt.absolute(path)) == 1 and not plain:match('/$') then
+  local plain = cli == 'qwen' and absolute or prompt.display(path)
+  if vim.fn.isdirectory(absolute) == 1 and not plain:match('/$') then
     plain = plain .. '/'
   end
   plain = prompt.text(plain, true)
@@ -48,6 +50,29 @@ function M.noise(ref)
     if name:find('[/\\]' .. vim.pesc(marker)) then
       return true
     end
+  end
+  return false
+end
+
+--- Whether a glob of `absolute` that ignores case (Gemini CLI's) would match another file too: a
+--- part of the path has a sibling that differs from it only in case (README.md and readme.md).
+--- Reads each folder on the way, as the glob does (a twin's length in bytes is the part's: a
+--- shortcut that misses the few letters whose cases differ in length, like K and the Kelvin sign).
+---@param absolute string
+---@return boolean
+function M.case_twin(absolute)
+  local dir = '/'
+  for part in absolute:gmatch('[^/]+') do
+    local lower = vim.fn.tolower(part)
+    local handle = vim.uv.fs_scandir(dir)
+    local name = handle and vim.uv.fs_scandir_next(handle)
+    while name do
+      if #name == #part and name ~= part and vim.fn.tolower(name) == lower then
+        return true
+      end
+      name = vim.uv.fs_scandir_next(handle)
+    end
+    dir = vim.fs.joinpath(dir, part)
   end
   return false
 end

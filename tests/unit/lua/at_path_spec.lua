@@ -61,6 +61,22 @@ return {
     end
     equal(select(2, at_path.form([[@x\y]], 'qwen')), 'an @ the CLI would misread')
   end,
+  a_name_with_a_twin_in_another_case_goes_to_gemini_as_the_plain_path = function()
+    local root = vim.fn.tempname()
+    for _, dir in ipairs({ 'Up', 'up', 'É', 'é', 'one' }) do
+      vim.fn.mkdir(root .. '/' .. dir, 'p')
+    end
+    for _, name in ipairs({ 'up/y.txt', 'é/z.txt', 'one/README.md', 'one/readme.md', 'one/only.txt' }) do
+      vim.fn.writefile({}, root .. '/' .. name)
+    end
+    for _, name in ipairs({ 'up/y.txt', 'é/z.txt', 'one/README.md' }) do
+      local path = root .. '/' .. name
+      equal(at_path.form(path, 'gemini'), '`' .. path .. '`')
+      equal(at_path.form(path, 'qwen'), '@' .. path)
+    end
+    equal(at_path.form(root .. '/one/only.txt', 'gemini'), '@' .. root .. '/one/only.txt')
+    vim.fn.delete(root, 'rf')
+  end,
   the_plain_path_is_text_and_a_code_span_no_backtick_closes = function()
     equal(at_path.form('[x]\27[201~\r.txt', 'gemini'), '`[x]␛[201~␍.txt`')
     equal(at_path.code('a`b[1]'), '``a`b[1]``')
