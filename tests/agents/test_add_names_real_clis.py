@@ -3,7 +3,7 @@ the real Gemini CLI and Qwen Code under a real Neovim TUI (tmux), against the sc
 model gets exactly the named file and never its siblings a glob of the name would match. Gemini CLI
 reads an `@path` through a glob, so the plugin types the plain path and the scripted model reads
 what the prompt says with the CLI's own read_file tool; Qwen Code reads the escaped `@path` itself.
-A backslash in a name goes to both as the plain path (Qwen's absolute); so does, to Gemini, a name
+A backslash or a final dot in a name goes to both as the plain path (Qwen's absolute); so does, to Gemini, a name
 with a twin in another case (README.md beside readme.md: its glob ignores case)."""
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ FILES = {
     "app/(group)/g.tsx": "MK_GROUP",
     "lib/back\\slash.ts": "MK_BACKSLASH",  # no @ form carries it to either CLI: the plain path
     "lib/back/slash.ts": "MK_SIBLING_SLASH",  # what Gemini's reader turns the backslash into
+    "lib/dot.": "MK_DOT",  # both CLIs end an @path before a final dot: the plain path
+    "lib/dot": "MK_SIBLING_DOT",
     "docs/README.md": "MK_README",  # Gemini's glob ignores case: the plain path
     "docs/readme.md": "MK_SIBLING_README",
 }
@@ -111,5 +113,5 @@ def test_a_route_name_reaches_the_model_as_exactly_that_file(running, sandbox):
     assert "GeminiAdd" not in messages, messages
     # The plain paths, each read by the CLI's own tool: exactly that file's text.
     read = list(dict.fromkeys(json.dumps(result) for result in model.tool_results()))  # each request repeats them
-    plain = ["MK_TARGET", "MK_BACKSLASH", "MK_README"] if cli == "gemini" else ["MK_BACKSLASH"]
+    plain = ["MK_TARGET", "MK_BACKSLASH", "MK_DOT", "MK_README"] if cli == "gemini" else ["MK_BACKSLASH", "MK_DOT"]
     assert [[marker for marker in wanted if marker in result] for result in read] == [[m] for m in plain], read

@@ -8,6 +8,7 @@
 ---   a test log (`FAIL `, `✓ `…), it drops (its validatePath: noise, of which it may read one word).
 ---   Its glob ignores case, in every part of the path: `@up/y.txt` also sent Up/y.txt.
 --- - Qwen reads an `@path` as itself after its escapes, except a backslash (its reader drops it).
+--- - Both end an `@path` before a dot that ends it (`@./dot.` is `./dot`), and Qwen keeps `\.`.
 --- - Both CLIs' read_file tools read a plain path as itself (Qwen's wants it absolute).
 local prompt = require('gemini_companion.agents.prompt')
 
@@ -20,7 +21,8 @@ local M = {}
 function M.form(path, cli)
   local ref = prompt.reference(path)
   local absolute = prompt.absolute(path)
-  if not prompt.globbed(absolute, cli) and not (cli ~= 'qwen' and (M.noise(ref) or M.case_twin(absolute))) then
+  local gemini_misreads = cli ~= 'qwen' and (M.noise(ref) or M.case_twin(absolute))
+  if not prompt.globbed(absolute, cli) and not gemini_misreads and ref:sub(-1) ~= '.' then
     return ref
   end
   local plain = cli == 'qwen' and absolute or prompt.display(path)

@@ -49,9 +49,12 @@ return {
     end
     assert(not at_path.noise('@./x.FAIL y') and not at_path.noise('@./a.b.c'))
   end,
-  a_backslash_goes_as_the_plain_path_to_both_absolute_to_qwen = function()
+  a_backslash_or_a_final_dot_goes_as_the_plain_path_to_both_absolute_to_qwen = function()
     equal(at_path.form([[a\b.txt]], 'gemini'), [[`a\b.txt`]])
     equal(at_path.form([[a\b.txt]], 'qwen'), '`' .. cwd .. [[/a\b.txt`]])
+    equal(at_path.form('dot.', 'gemini'), '`dot.`')
+    equal(at_path.form('dot.', 'qwen'), '`' .. cwd .. '/dot.`')
+    equal(at_path.form('a.b', 'qwen'), '@./a.b')
   end,
   an_at_in_a_name_that_goes_plain_is_refused = function()
     for _, name in ipairs({ 'app/@modal/[id]/page.tsx', '@(q).txt', 'a@b"c' }) do
