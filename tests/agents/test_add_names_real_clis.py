@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from agents.test_send_hostile_real_clis import COMMANDS, agent_screen
+from agents.test_send_hostile_real_clis import agent_screen
+from agents.tui_helpers import one_agent
 from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
 from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
@@ -67,14 +68,8 @@ class ReadingModel(FakeModel):
 def running(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[tuple[str, Tui, ReadingModel]]:
     cli = request.param
     model = ReadingModel()
-    setup = {"agents": {cli: {"cmd": COMMANDS[cli]}}, "default_agent": cli, "cli_settings": "never"}
-    tui = Tui(sandbox, model.url, [], setup=setup)
-    try:
-        tui.wait_running()
+    with one_agent(sandbox, model, cli) as tui:
         yield cli, tui, model
-    finally:
-        tui.close()
-        model.close()
 
 
 def test_a_route_name_reaches_the_model_as_exactly_that_file(running, sandbox):

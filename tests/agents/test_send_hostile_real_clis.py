@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from agents.send_helpers import HOSTILE_LINES, HOSTILE_NAME, snippet
+from agents.tui_helpers import one_agent
 from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui, tmux_available
+from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
 ]
 
-COMMANDS = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}
 SECRET = "TOPSECRET"  # in every file an @ of the selection names; never in a request
 
 # Names a shell, Vim or a CLI could expand, glob, evaluate or read as something else (an environment
@@ -74,14 +74,8 @@ def running(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[tuple[
     (sandbox.home / ".ssh").mkdir()
     (sandbox.home / ".ssh" / "id_rsa").write_text(f"{SECRET} key\n")
     model = FakeModel([Turn(text="Seen."), Turn(text="Seen.")])
-    setup = {"agents": {cli: {"cmd": COMMANDS[cli]}}, "default_agent": cli, "cli_settings": "never"}
-    tui = Tui(sandbox, model.url, [], setup=setup)
-    try:
-        tui.wait_running()
+    with one_agent(sandbox, model, cli) as tui:
         yield cli, tui, model
-    finally:
-        tui.close()
-        model.close()
 
 
 def test_selection_and_names_reach_the_model_as_text(running, sandbox):
