@@ -1,10 +1,10 @@
 --- How `:GeminiAdd` hands one file (or directory) to an agent's CLI so that the model gets exactly
 --- that file: an `@path` reference where the CLI reads it as itself, else the plain path in a code
 --- span for the model to read with its own file tool. Measured with Gemini CLI 0.61 and Qwen Code
---- 0.24.4 (tests/agents/test_add_names_real_clis.py):
+--- 0.24.4 (tests/agents/test_add_names_real_clis.py, tests/unit/test_at_path_parsers.py):
 --- - Gemini's parser takes every backslash away, then reads the file through a glob of its absolute
 ---   path (read_many_files): `@app/\[id\]/page.tsx` reads app/i/page.tsx and app/d/page.tsx, never
----   the file itself, and no escape survives. A name with `"` or `...`, or a part that starts like
+---   the file itself, and no escape survives. A name with `"` or `..`, or a part that starts like
 ---   a test log (`FAIL `, `✓ `…), it drops (its validatePath: noise, of which it may read one word).
 ---   Its glob ignores case, in every part of the path: `@up/y.txt` also sent Up/y.txt.
 --- - Qwen reads an `@path` as itself after its escapes, except a backslash (its reader drops it).
