@@ -27,6 +27,11 @@ return {
       equal(at_path.form(case[1], 'qwen'), case[2])
     end
   end,
+  a_glob_character_in_a_folder_above_counts_too = function()
+    -- Gemini globs the absolute path: a project inside `[work]/` has every name read as a glob.
+    equal(at_path.form('/srv/[work]/app/x.txt', 'gemini'), '`/srv/[work]/app/x.txt`')
+    equal(at_path.form('/srv/[work]/app/x.txt', 'qwen'), [[@/srv/\[work\]/app/x.txt]])
+  end,
   names_both_read_as_themselves_stay_references = function()
     local cases = {
       { 'src/routes/+page.svelte', '@./src/routes/+page.svelte' },
