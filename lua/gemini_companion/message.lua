@@ -27,16 +27,45 @@ end
 --- to the queries a starting CLI sends (Gemini then finds them typed into its prompt).
 ---@param text string
 ---@param level? 'info'|'warn'|'error'
-function M.brief(text, level)
+---@param names? string[] Names (paths) that follow `text`, joined by ', ': shortened in the middle
+--- so that all of `text` (the reason) shows however long they are.
+function M.brief(text, level, names)
   vim.cmd.redraw() -- clears what a confirm() left, and updates v:echospace
   local line = M.prefixed(text)
   local room = math.max(vim.v.echospace, 10)
+  if names then
+    local left = room - 1 - vim.fn.strdisplaywidth(line)
+    line = line .. M.middle(table.concat(names, ', '), math.max(left, 9))
+  end
   if vim.fn.strdisplaywidth(line) > room then
     line = vim.fn.strcharpart(line, 0, room - 1) .. '…'
   end
   local group = ({ warn = 'WarningMsg', error = 'ErrorMsg' })[level or 'info']
   vim.api.nvim_echo({ { line, group } }, true, {})
   H.log(text, level)
+end
+
+--- `text` in at most `width` cells: its start and its end, with `…` between.
+---@param text string
+---@param width integer
+---@return string
+function M.middle(text, width)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local chars = vim.fn.strchars(text)
+  --- The longest start (or end) of `text` in `cells` cells.
+  local function part(cells, from_end)
+    for take = math.min(cells, chars), 1, -1 do
+      local piece = from_end and vim.fn.strcharpart(text, chars - take) or vim.fn.strcharpart(text, 0, take)
+      if vim.fn.strdisplaywidth(piece) <= cells then
+        return piece
+      end
+    end
+    return ''
+  end
+  local tail = math.floor((width - 1) / 2)
+  return part(width - 1 - tail, false) .. '…' .. part(tail, true)
 end
 
 --- Progress: shown in the command line, kept out of :messages.

@@ -135,10 +135,19 @@ GLOB_NAMES = [b"*.txt", b"a?.txt", b"end\x1b[201~\r.txt", b"{y,z}.txt", b"+(p).t
 BACKSLASH = b"back\\slash"  # a glob escape to both CLIs' file reading
 
 
+def code(text: str) -> str:
+    """The plain path for the model's file tool: a Markdown code span no backtick in it can close."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return fence + pad + text + pad + fence
+
+
 def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
     """Names are data: :GeminiAdd (its arguments, typed or given, and the current file) refers to
-    each name as itself; nothing in one is expanded or run. A name a glob library would expand goes
-    only to a CLI that reads it as itself (Qwen; a backslash to none), and only what exists is referred to."""
+    each name as itself; nothing in one is expanded or run. A name Gemini CLI would glob or drop goes
+    to it (and to a CLI read as Gemini) as the plain path for the model's file tool, a backslash to
+    Qwen too (absolute: its tool wants that); a name no form can carry (an @ and a glob) is refused
+    with the reason first, and only what exists is referred to."""
     log, qwen_log = sandbox.base / "agent.log", sandbox.base / "qwen.log"
     agents = {"fake": fake_agent(log), "qwen": qwen_like(sandbox, qwen_log)}
     editor = editor_factory(setup={"agents": agents, "default_agent": "fake"})
@@ -150,20 +159,27 @@ def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
     folder.mkdir()
     every = [*NAMES, *GLOB_NAMES, BACKSLASH, bytes(folder)]
 
-    def refs(names: list[bytes]) -> bytes:
-        shown_refs = [escaped(shown(b"./" + name, one_line=True)) for name in names]
-        return " ".join(f"@{ref}" for ref in [*shown_refs, escaped("./dir $HOME ~/")]).encode() + b" "
+    def refs(names: list[bytes], plain: list[bytes], absolute: bool = False) -> bytes:
+        def form(name: bytes) -> str:
+            if name not in plain:
+                return "@" + escaped(shown(b"./" + name, one_line=True))
+            return code(shown(bytes(sandbox.project / os.fsdecode(name)) if absolute else name, one_line=True))
+
+        return " ".join([*map(form, names), "@" + escaped("./dir $HOME ~/")]).encode() + b" "
 
     editor.lua("vim.cmd.GeminiAdd({ args = { 'qwen', ... }, magic = { file = false } })", *every)
     wait_for(lambda: PASTE_END in received(qwen_log), what="the references for Qwen")
-    assert pastes(received(qwen_log)) == [refs(NAMES + GLOB_NAMES)]
-    assert "GeminiAdd: not added: back\\slash (the CLI" in editor.messages()  # (one line)
+    assert pastes(received(qwen_log)) == [refs([*NAMES, *GLOB_NAMES, BACKSLASH], [BACKSLASH], absolute=True)]
+    assert "GeminiAdd" not in editor.messages()
     editor.lua("vim.cmd.GeminiAdd({ args = { 'fake', ... }, magic = { file = false } })", *every)
     wait_for(lambda: PASTE_END in received(log), what="the references for another CLI")
-    assert pastes(received(log)) == [refs(NAMES)]
-    assert "GeminiAdd: not added: *.txt, a?.txt, end\u241b[201~\u240d.t" in editor.messages()  # (one line)
+    to_gemini = [name for name in [*NAMES, *GLOB_NAMES, BACKSLASH] if name != b"@(q).txt"]
+    plain = [b'it\'s "q".txt', *GLOB_NAMES, BACKSLASH]
+    assert pastes(received(log)) == [refs(to_gemini, plain)]
+    reason = "GeminiAdd: an @ the CLI would misread: @(q).txt"
+    assert reason in editor.messages()  # (one line)
     editor.nvim.command("GeminiAdd missing.txt")
-    assert "GeminiAdd: not added: missing.txt (no such file)" in editor.messages()
+    assert "GeminiAdd: no such file: missing.txt" in editor.messages()
     # Typed: the words are paths as they are (Neovim itself turns an unescaped % or # into a buffer name).
     editor.nvim.command("GeminiAdd $HOME.md ~x `touch\\ pwned` $(touch\\ pwned)")
     wait_for(lambda: received(log).count(PASTE_END) == 2, what="the typed references")
@@ -174,6 +190,25 @@ def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
     wait_for(lambda: received(log).count(PASTE_END) == 3, what="the current file's reference")
     assert pastes(received(log))[2] == b"@./\\`touch\\ pwned\\` "
     assert not (sandbox.project / "pwned").exists() and not (sandbox.home / "pwned").exists()
+
+
+def test_a_refusal_names_its_reason_first_and_shortens_the_path(editor_factory, sandbox):
+    """However long the path, the line keeps the reason whole and the path's start and end, one
+    line that fits (no hit-enter prompt)."""
+    editor = editor_factory(setup={"agents": {"fake": fake_agent(sandbox.base / "agent.log")}})
+    editor.wait_state("running")
+    deep = "/".join(["a-rather-long-folder-name"] * 12) + "/@x/[id]/page.tsx"
+    (sandbox.project / deep).parent.mkdir(parents=True)
+    (sandbox.project / deep).write_text("x\n")
+    editor.lua("vim.cmd.GeminiAdd({ args = { ... }, magic = { file = false } })", deep)
+    line = [m for m in editor.messages().splitlines() if "GeminiAdd" in m][-1]
+    head = "gemini-companion: GeminiAdd: an @ the CLI would misread: "
+    assert line.startswith(head + "a-r") and "…" in line, line  # the path's start and end
+    assert deep.endswith(line.split("…")[-1]) and len(line.split("…")[-1]) >= 4, line
+    assert len(line) <= editor.lua("return vim.v.echospace"), line
+    editor.nvim.command("GeminiAdd " + "m" * 400)
+    line = [m for m in editor.messages().splitlines() if "GeminiAdd" in m][-1]
+    assert line.startswith("gemini-companion: GeminiAdd: no such file: mmm") and line.endswith("mmm")
 
 
 @pytest.mark.usefixtures("tmux_server")

@@ -10,8 +10,13 @@ from pathlib import Path
 from conftest import Sandbox
 from harness.fake_model import FakeModel, Turn
 from harness.tui import (
+    GEMINI_BIN,
+    NODE22,
+    QWEN_CLI,
     Tui,
 )
+
+COMMANDS = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}
 
 
 @contextmanager
@@ -24,6 +29,19 @@ def neovim_with_agents(
     try:
         tui.wait_running()
         yield tui, model, target
+    finally:
+        tui.close()
+        model.close()
+
+
+@contextmanager
+def one_agent(sandbox: Sandbox, model: FakeModel, cli: str) -> Iterator[Tui]:
+    """Neovim (TUI, server up, no file) whose one and default agent is the real `cli`, `model` behind it."""
+    setup = {"agents": {cli: {"cmd": COMMANDS[cli]}}, "default_agent": cli, "cli_settings": "never"}
+    tui = Tui(sandbox, model.url, [], setup=setup)
+    try:
+        tui.wait_running()
+        yield tui
     finally:
         tui.close()
         model.close()

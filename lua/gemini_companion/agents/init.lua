@@ -447,12 +447,13 @@ end
 
 --- `:GeminiAdd [agent] [path...]`: @references, or the current file / the file tree's node. Each
 --- path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or an argument) is expanded.
---- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), and
---- no name the CLI would read as a glob pattern (`prompt.globbed`: Gemini CLI reads `@*.txt` as every
---- text file).
+--- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
+--- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
+--- the plain path, for the model's file tool).
 ---@param opts table
 function M.add_command(opts)
   local prompt = require('gemini_companion.agents.prompt')
+  local at_path = require('gemini_companion.agents.at_path')
   local name, paths = agent_and_rest(opts.fargs)
   if #paths == 0 then
     local current = prompt.current_path()
@@ -463,26 +464,29 @@ function M.add_command(opts)
   end
   local agent, agent_spec = running[resolve(name)], spec(resolve(name))
   local cli = agent and agent.cli or (agent_spec and cli_package(agent_spec.cmd))
-  local refs, missing, globbed = {}, {}, {}
+  local refs, reasons, refused = {}, {}, {} -- refused[reason]: names
   for _, path in ipairs(paths) do
-    local absolute = prompt.absolute(path)
-    if not vim.uv.fs_stat(absolute) then
-      table.insert(missing, prompt.text(path, true))
-    elseif prompt.globbed(absolute, cli) then
-      table.insert(globbed, prompt.text(path, true))
+    local form, why = nil, 'no such file'
+    if vim.uv.fs_stat(prompt.absolute(path)) then
+      form, why = at_path.form(path, cli)
+    end
+    if form then
+      table.insert(refs, form)
     else
-      table.insert(refs, prompt.reference(path))
+      if not refused[why] then
+        refused[why] = {}
+        table.insert(reasons, why)
+      end
+      table.insert(refused[why], prompt.text(path, true))
     end
   end
-  local refused = {}
-  for _, why in ipairs({ { globbed, 'the CLI reads them as glob patterns' }, { missing, 'no such file' } }) do
-    if #why[1] > 0 then
-      table.insert(refused, ('%s (%s)'):format(table.concat(why[1], ', '), why[2]))
+  if #reasons > 0 then
+    local names = {}
+    for _, why in ipairs(reasons) do
+      vim.list_extend(names, refused[why])
     end
-  end
-  if #refused > 0 then
-    -- Brief: a hit-enter prompt would hold up the agent this may start.
-    message.brief('GeminiAdd: not added: ' .. table.concat(refused, '; '), 'warn')
+    -- Brief: a hit-enter prompt would hold up the agent this may start. The reasons first, whole.
+    message.brief(('GeminiAdd: %s: '):format(table.concat(reasons, '; ')), 'warn', names)
   end
   if #refs > 0 then
     M.send(name, table.concat(refs, ' ') .. ' ')
