@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from agents.test_send_hostile_real_clis import agent_screen
-from agents.tui_helpers import one_agent
+from agents.tui_helpers import agent_screen, one_agent
 from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
 from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available

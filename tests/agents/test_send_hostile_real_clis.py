@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agents.send_helpers import HOSTILE_LINES, HOSTILE_NAME, snippet
-from agents.tui_helpers import one_agent
+from agents.tui_helpers import agent_screen, one_agent
 from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
 from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
@@ -57,14 +57,6 @@ def turns(cli: str, model: FakeModel, marker: str) -> list[list[str]]:
             if any(marker in text for text in texts):
                 found.append(texts)
     return found
-
-
-def agent_screen(tui: Tui, name: str) -> str:
-    return tui.lua(
-        "local a = require('gemini_companion.agents').get(...)"
-        " return a and table.concat(vim.api.nvim_buf_get_lines(a.buf, 0, -1, false), '\\n') or ''",
-        name,
-    )
 
 
 @pytest.fixture(params=["gemini", "qwen"])

@@ -45,3 +45,12 @@ def one_agent(sandbox: Sandbox, model: FakeModel, cli: str) -> Iterator[Tui]:
     finally:
         tui.close()
         model.close()
+
+
+def agent_screen(tui: Tui, name: str) -> str:
+    """What a native agent's terminal buffer shows, as text."""
+    return tui.lua(
+        "local a = require('gemini_companion.agents').get(...)"
+        " return a and table.concat(vim.api.nvim_buf_get_lines(a.buf, 0, -1, false), '\\n') or ''",
+        name,
+    )
