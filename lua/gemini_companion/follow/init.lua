@@ -137,6 +137,9 @@ function M.untrack(buf)
   end
   followed[buf] = nil
   pending[buf] = nil
+  if entry.state then -- (:e! reads the file again, into the same buffer and its variables)
+    pcall(vim.api.nvim_buf_del_var, buf, 'gemini_companion_follow')
+  end
   local folder = entry.folder and folders[entry.folder]
   if not folder then
     return
@@ -305,7 +308,7 @@ function apply(result)
   if why:find('^ENOENT') or why:find('^ENOTDIR') then
     if entry.state ~= 'deleted' then
       entry.sig = 'missing'
-      reload.settle(buf) -- Neovim's own check says nothing of it later (no E211)
+      reload.settle(buf, nil) -- Neovim's own check says nothing of it later (no E211)
       mark(buf, entry, 'deleted')
       said('deleted', entry.name)
     end
@@ -323,7 +326,7 @@ function apply(result)
   if reload.holds(buf, result.text) then
     entry.sig = result.sig
     if not vim.bo[buf].modified then
-      reload.settle(buf)
+      reload.settle(buf, result.text)
     end
     return mark(buf, entry, nil)
   elseif vim.bo[buf].modified then

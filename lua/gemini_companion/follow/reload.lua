@@ -1,12 +1,14 @@
 --- An unmodified buffer made its file's new text as one change the user can undo: only the lines
 --- that differ are replaced (marks, folds, signs and other extmarks stay with their text), each
---- window's cursor and view kept, and Neovim's own record of the file brought up to date so its
---- next check (focus, `:checktime`) neither asks (W11, E211) nor reads the file again.
+--- window's cursor and view kept, and Neovim's own record of the file brought up to date so that
+--- neither its next check (focus, `:checktime`: W11, E211) nor `:w` ("changed since reading it")
+--- asks.
 local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
 
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('gemini_companion.follow')
+local keep_views, resync -- below the public functions
 
 --- Whether the buffer holds exactly `text` as its file's bytes.
 ---@param buf integer
@@ -23,64 +25,71 @@ end
 function M.apply(buf, text)
   local lines, eol = M.lines(buf, text)
   if not lines then
-    return M.native(buf) -- an encoding or line ending Neovim must judge: its own reading
+    return M.checktime(buf, 'reload') -- an encoding or line ending Neovim must judge: its own reading
   end
-  local views = {}
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    local view = vim.api.nvim_win_call(win, vim.fn.winsaveview)
-    views[win] = {
-      view = view,
-      cursor = vim.api.nvim_buf_set_extmark(buf, ns, view.lnum - 1, 0, {}),
-      top = vim.api.nvim_buf_set_extmark(buf, ns, view.topline - 1, 0, {}),
-    }
-  end
-  local bo = vim.bo[buf]
-  local modifiable = bo.modifiable
-  vim.api.nvim_buf_call(buf, function()
-    vim.cmd('let &g:undolevels = &g:undolevels') -- its own undo step, joined to nothing before it
-  end)
-  -- Modified as the change is saved for undo: undoing it marks the buffer modified (it then
-  -- differs from the file), as Neovim's own reload does.
-  bo.modified, bo.modifiable = true, true
-  local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local hunks = vim.diff(table.concat(old, '\n') .. '\n', table.concat(lines, '\n') .. '\n', {
-    result_type = 'indices',
-  }) --[[@as integer[][] ]]
-  for i = #hunks, 1, -1 do -- from the end: the line numbers above stay valid
-    local a, count_a, b, count_b = unpack(hunks[i])
-    local start = count_a == 0 and a or a - 1
-    vim.api.nvim_buf_set_lines(buf, start, start + count_a, true, vim.list_slice(lines, b, b + count_b - 1))
-  end
-  bo.eol, bo.modifiable, bo.modified = eol, modifiable, false
-  for win, saved in pairs(views) do
-    local view = saved.view
-    view.lnum = vim.api.nvim_buf_get_extmark_by_id(buf, ns, saved.cursor, {})[1] + 1
-    view.topline = vim.api.nvim_buf_get_extmark_by_id(buf, ns, saved.top, {})[1] + 1
-    vim.api.nvim_win_call(win, function()
-      vim.fn.winrestview(view)
+  keep_views(buf, function()
+    local bo = vim.bo[buf]
+    local modifiable = bo.modifiable
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('let &g:undolevels = &g:undolevels') -- its own undo step, joined to nothing before it
     end)
-  end
-  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  M.settle(buf)
-  if bo.undofile then -- the history kept for the file as it is now
+    -- Modified as the change is saved for undo: undoing it marks the buffer modified (it then
+    -- differs from the file), as Neovim's own reload does.
+    bo.modified, bo.modifiable = true, true
+    local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local hunks = vim.diff(table.concat(old, '\n') .. '\n', table.concat(lines, '\n') .. '\n', {
+      result_type = 'indices',
+    }) --[[@as integer[][] ]]
+    for i = #hunks, 1, -1 do -- from the end: the line numbers above stay valid
+      local a, count_a, b, count_b = unpack(hunks[i])
+      local start = count_a == 0 and a or a - 1
+      vim.api.nvim_buf_set_lines(buf, start, start + count_a, true, vim.list_slice(lines, b, b + count_b - 1))
+    end
+    bo.eol, bo.modifiable, bo.modified = eol, modifiable, false
+    resync(buf, text)
+  end)
+  if vim.bo[buf].undofile then -- the history kept for the file as it is now
     vim.api.nvim_buf_call(buf, function()
       vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
     end)
   end
 end
 
---- Neovim's record of the file (time, size, mode) made the file's as it is now, or "gone" when it
---- is, without reading it: the FileChangedShell of this check answers nothing.
+--- Neovim's record of the file made the file's as it is now, for a buffer that shows it already
+--- (`text`), or whose file is gone (nil): nothing asks later.
 ---@param buf integer
-function M.settle(buf)
-  local id = vim.api.nvim_create_autocmd('FileChangedShell', { buffer = buf, callback = function() end })
-  local own = vim.api.nvim_get_option_value('autoread', { buf = buf, scope = 'local' })
-  vim.bo[buf].autoread = false -- else an unmodified buffer is read again instead
+---@param text string?
+function M.settle(buf, text)
+  keep_views(buf, function()
+    resync(buf, text)
+  end)
+end
+
+--- Neovim's `:checktime` of `buf` alone, its question answered with `choice` ('reload' reads
+--- the file, its old text kept in the undo history; '' only notes the file's time, or that it is
+--- gone): no prompt, whatever 'autoread' says. Whether the record was stale (a question came).
+---@param buf integer
+---@param choice fun(): string|string
+---@return boolean asked
+function M.checktime(buf, choice)
+  local asked = false
+  local id = vim.api.nvim_create_autocmd('FileChangedShell', {
+    buffer = buf,
+    callback = function()
+      asked = true
+      vim.v.fcs_choice = type(choice) == 'function' and choice() or choice
+    end,
+  })
+  local undoreload, own = vim.o.undoreload, vim.api.nvim_get_option_value('autoread', { buf = buf, scope = 'local' })
+  vim.o.undoreload = math.max(undoreload, vim.api.nvim_buf_line_count(buf) + 1)
+  vim.bo[buf].autoread = false -- else an unmodified buffer is read without the question
   pcall(vim.cmd.checktime, buf)
+  vim.o.undoreload = undoreload
   vim.api.nvim_buf_call(buf, function()
     vim.cmd(own == nil and 'set autoread<' or ('setlocal %sautoread'):format(own and '' or 'no'))
   end)
   pcall(vim.api.nvim_del_autocmd, id)
+  return asked
 end
 
 --- `text` as the buffer's lines and 'eol', when Neovim would read it so into this buffer (UTF-8
@@ -107,20 +116,55 @@ function M.lines(buf, text)
   return vim.split(body, '\n', { plain = true }), eol
 end
 
---- Neovim's own reload (`:edit` of the file), its old text kept in the undo history.
+--- Run `change`, each window of `buf` keeping its cursor and top line on the same text.
 ---@param buf integer
-function M.native(buf)
-  local undoreload = vim.o.undoreload
-  vim.o.undoreload = math.max(undoreload, vim.api.nvim_buf_line_count(buf) + 1)
-  local id = vim.api.nvim_create_autocmd('FileChangedShell', {
-    buffer = buf,
-    callback = function()
-      vim.v.fcs_choice = 'reload'
-    end,
-  })
-  pcall(vim.cmd.checktime, buf)
-  pcall(vim.api.nvim_del_autocmd, id)
-  vim.o.undoreload = undoreload
+---@param change fun()
+function keep_views(buf, change)
+  local views = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local view = vim.api.nvim_win_call(win, vim.fn.winsaveview)
+    views[win] = {
+      view = view,
+      cursor = vim.api.nvim_buf_set_extmark(buf, ns, view.lnum - 1, 0, {}),
+      top = vim.api.nvim_buf_set_extmark(buf, ns, view.topline - 1, 0, {}),
+    }
+  end
+  local ok, err = pcall(change)
+  for win, saved in pairs(views) do
+    local view = saved.view
+    view.lnum = vim.api.nvim_buf_get_extmark_by_id(buf, ns, saved.cursor, {})[1] + 1
+    view.topline = vim.api.nvim_buf_get_extmark_by_id(buf, ns, saved.top, {})[1] + 1
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_call(win, function()
+        vim.fn.winrestview(view)
+      end)
+    end
+  end
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  assert(ok, err)
+end
+
+--- Bring Neovim's record of the file (time, size, mode, and the time `:w` checks) up to date.
+--- Only its own reading sets them all: when the record is stale, the file (identical to the
+--- buffer by now) is read, and that reading's undo step, which changed nothing, taken off again.
+--- A file that changed once more meanwhile stays read, as Neovim's own reload.
+---@param buf integer
+---@param text string?
+function resync(buf, text)
+  local seq = vim.api.nvim_buf_call(buf, function()
+    return vim.fn.undotree().seq_cur
+  end)
+  local asked = M.checktime(buf, function()
+    return (text and vim.v.fcs_reason ~= 'deleted') and 'reload' or ''
+  end)
+  if asked and text and M.holds(buf, text) then
+    vim.api.nvim_buf_call(buf, function()
+      if vim.fn.undotree().seq_cur ~= seq then
+        vim.cmd('silent undo')
+      end
+    end)
+    vim.bo[buf].modified = false
+  end
 end
 
 return M
