@@ -18,7 +18,9 @@ local MAX_FOLDERS = 256
 -- A burst of events for one file (a write in pieces, a rename into place) is read once, this late.
 local SETTLE_MS = 20
 -- Main-loop time one slice of results may take before it yields to keys and redraws.
-local SLICE_NS = 4e6
+local SLICE_NS = 2e6
+-- Files read at once.
+local MAX_READS = 8
 
 ---@class gemini_companion.Followed
 ---@field name string the buffer's file, as Neovim reads it
@@ -36,12 +38,13 @@ local folders = {}
 local folder_count = 0
 local pending = {} ---@type table<integer, true> buffers to read once the burst settles
 local ready = {} ---@type {buf: integer, entry: gemini_companion.Followed, text: string?, why: string?, sig: string}[]
+local to_read, in_flight = {}, 0 ---@type integer[], integer
 local timer ---@type uv.uv_timer_t?
 local draining = false
 local group ---@type integer?
 
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, watch, read, drain, apply, said -- below the public functions
+local mark, watch, read, pump, drain, apply, said -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -261,14 +264,30 @@ function read(buf)
     return
   end
   entry.reading = true
+  table.insert(to_read, buf)
+  pump()
+end
+
+--- Start the next reads, a few at a time: their completions run on the main loop, and 200 at
+--- once held it 20 ms.
+function pump()
   local limit = require('gemini_companion.config').options.changes.max_file_kb * 1024
-  files.read_async(entry.name, limit, function(text, why, stat)
-    table.insert(ready, { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) })
-    if not draining then
-      draining = true
-      vim.schedule(drain)
+  while in_flight < MAX_READS and #to_read > 0 do
+    local buf = table.remove(to_read, 1)
+    local entry = followed[buf]
+    if entry then
+      in_flight = in_flight + 1
+      files.read_async(entry.name, limit, function(text, why, stat)
+        in_flight = in_flight - 1
+        table.insert(ready, { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) })
+        if not draining then
+          draining = true
+          vim.schedule(drain)
+        end
+        pump()
+      end)
     end
-  end)
+  end
 end
 
 --- Apply the queued results, a slice of main-loop time at a time.
