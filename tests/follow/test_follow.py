@@ -33,6 +33,12 @@ end, vim.api.nvim_list_bufs())"""
 
 WRITE_COPY = "local buf, copy = ... vim.api.nvim_buf_call(buf, function() vim.cmd('silent write ' .. copy) end)"
 
+# Each window of the tab: its label, diff mode, lines, buffer.
+PANES = """return vim.tbl_map(function(w)
+  local b = vim.api.nvim_win_get_buf(w)
+  return {vim.wo[w].winbar, vim.wo[w].diff, vim.api.nvim_buf_get_lines(b, 0, -1, false), b}
+end, vim.api.nvim_tabpage_list_wins(0))"""
+
 
 def lines(editor: Editor, buf: int = 0) -> str:
     return editor.lua(TEXT, buf)
@@ -86,11 +92,7 @@ def test_unsaved_edits_are_kept_named_and_compared(editor_factory, sandbox: Sand
     wait_for(lambda: "mine.txt changed on disk; your unsaved edits kept" in ed.messages(), 10, "the line")
     ed.nvim.command("GeminiCompanion conflict")
     wait_for(lambda: ed.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2, 10, "the comparison")
-    panes = ed.lua(
-        "return vim.tbl_map(function(w) local b = vim.api.nvim_win_get_buf(w)"
-        " return {vim.wo[w].winbar, vim.wo[w].diff, vim.api.nvim_buf_get_lines(b, 0, -1, false), b}"
-        " end, vim.api.nvim_tabpage_list_wins(0))"
-    )
+    panes = ed.lua(PANES)
     assert [p[0] for p in panes] == ["your unsaved edits", "on disk (the agent)"]
     assert all(p[1] for p in panes) and panes[1][2] == ["agent", "two"] and panes[0][2] == ["MINE\0x", "two"]
     assert path.read_text() == "agent\ntwo\n"  # nothing written
@@ -114,12 +116,8 @@ def test_the_comparison_has_the_text_before_the_turn(editor_factory, sandbox: Sa
     wait_for(lambda: ed.lua(STATE, 0) == "conflict", 10, "the conflict mark")
     ed.nvim.command("GeminiCompanion conflict")
     wait_for(lambda: ed.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 3, 10, "the comparison")
-    panes = ed.lua(
-        "return vim.tbl_map(function(w) return {vim.wo[w].winbar,"
-        " vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false)} end,"
-        " vim.api.nvim_tabpage_list_wins(0))"
-    )
-    assert [p[1] for p in panes] == [["user"], ["agent"], ["base"]]
+    panes = ed.lua(PANES)
+    assert [p[2] for p in panes] == [["user"], ["agent"], ["base"]] and all(p[1] for p in panes)
     assert panes[2][0].startswith("before gemini's turn ")
 
 

@@ -44,7 +44,7 @@ local draining = false
 local group ---@type integer?
 
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, watch, read, pump, drain, apply, said -- below the public functions
+local mark, recheck, watch, read, pump, drain, apply, said -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -86,12 +86,7 @@ end
 --- at an agent tool's end (its hook), at a turn's end.
 function M.sweep()
   for buf, entry in pairs(followed) do
-    vim.uv.fs_stat(entry.name, function(_, stat)
-      if signature(stat) ~= entry.sig then
-        pending[buf] = true
-        M.settle_soon()
-      end
-    end)
+    recheck(buf, entry)
   end
 end
 
@@ -185,6 +180,18 @@ local function changed(folder, name)
   M.settle_soon()
 end
 
+--- Stat `entry`'s file (off the main loop); read it when it is not what the buffer last matched.
+---@param buf integer
+---@param entry gemini_companion.Followed
+function recheck(buf, entry)
+  vim.uv.fs_stat(entry.name, function(_, stat)
+    if signature(stat) ~= entry.sig then
+      pending[buf] = true
+      M.settle_soon()
+    end
+  end)
+end
+
 --- Watch the folder of `entry`'s file (the file's own when it is a link), resolved off the main
 --- loop; nothing when the folder cannot be watched (missing, too many): the sweeps cover it.
 ---@param buf integer
@@ -216,13 +223,7 @@ function watch(buf, entry)
       watched.names[base] = watched.names[base] or {}
       watched.names[base][buf] = true
       entry.folder, entry.base = folder, base
-      -- What changed while the watch was being set up.
-      vim.uv.fs_stat(entry.name, function(_, stat)
-        if signature(stat) ~= entry.sig then
-          pending[buf] = true
-          M.settle_soon()
-        end
-      end)
+      recheck(buf, entry) -- what changed while the watch was being set up
     end)
   end
   vim.uv.fs_realpath(entry.name, function(_, real)
@@ -354,8 +355,8 @@ function apply(result)
     mark(buf, entry, 'conflict')
     return said('conflict', entry.name)
   end
+  reload.apply(buf, result.text) -- (should it raise, the next event or sweep reads it again)
   entry.sig = result.sig
-  reload.apply(buf, result.text)
   mark(buf, entry, nil)
 end
 
