@@ -8,6 +8,8 @@ sweep catches what no watch saw."""
 
 from __future__ import annotations
 
+import os
+
 from changes.helpers import a_turn, hook
 from conftest import Editor, Sandbox, git, wait_for
 
@@ -209,3 +211,17 @@ def test_a_tool_hook_sweeps_what_no_watch_saw(editor_factory, sandbox: Sandbox):
     payload = {"hook_event_name": "AfterTool", "tool_name": "run_shell_command", "cwd": str(repo)}
     hook(ed, repo, "tool", payload)
     wait_for(lambda: lines(ed, buf) == "new", 10, "the buffer to follow the file")
+
+
+def test_a_fifo_put_in_the_files_place_is_named_never_read(editor_factory, sandbox: Sandbox):
+    """The agent swaps an open file for a FIFO (no writer): Neovim keeps answering, the buffer
+    keeps its text, one line says the file was not reloaded."""
+    path = sandbox.project / "pipe.txt"
+    path.write_text("text\n")
+    ed = editor_factory(NO_HOOKS, [str(path)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    path.unlink()
+    os.mkfifo(path)
+    wait_for(lambda: "not a regular file: pipe.txt changed on disk" in ed.messages(), 10, "the line")
+    assert lines(ed) == "text" and ed.lua("return vim.bo.modified") is False

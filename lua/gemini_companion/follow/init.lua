@@ -339,7 +339,7 @@ function apply(result)
   elseif not result.text then
     if entry.sig ~= result.sig then
       entry.sig = result.sig
-      said('unread', ('%s (%s)'):format(entry.name, why))
+      said('unread', entry.name, why)
     end
     return
   end
@@ -377,26 +377,30 @@ end
 local LINES = {
   conflict = '%s changed on disk; your unsaved edits kept (:GeminiCompanion conflict)',
   deleted = '%s deleted on disk; its buffer kept',
-  unread = '%s changed on disk; not reloaded',
+  unread = '%s: %s changed on disk, not reloaded',
 }
-local heard = {} ---@type table<string, string[]>
+local heard = {} ---@type table<string, {names: string[], why: string?}>
 local speaker ---@type uv.uv_timer_t?
 
---- Say what happened to a burst of files in one line per kind, once the burst is over.
+--- Say what happened to a burst of files in one line per kind, once the burst is over; the
+--- reason first when there is one.
 ---@param kind 'conflict'|'deleted'|'unread'
 ---@param name string
-function said(kind, name)
-  heard[kind] = heard[kind] or {}
-  table.insert(heard[kind], vim.fn.fnamemodify(name, ':~:.'))
+---@param why? string
+function said(kind, name, why)
+  heard[kind] = heard[kind] or { names = {}, why = why }
+  table.insert(heard[kind].names, vim.fn.fnamemodify(name, ':~:.'))
   speaker = speaker or vim.uv.new_timer()
   if speaker and not speaker:is_active() then
     speaker:start(
       100,
       0,
       vim.schedule_wrap(function()
-        for what, names in pairs(heard) do
+        for what, burst in pairs(heard) do
+          local names = burst.names
           local who = #names == 1 and names[1] or ('%d files (%s, …)'):format(#names, names[1])
-          message.brief(LINES[what]:format(vim.fn.strtrans(who)), 'warn')
+          local line = what == 'unread' and LINES[what]:format(burst.why, who) or LINES[what]:format(who)
+          message.brief(vim.fn.strtrans(line), 'warn')
         end
         heard = {}
       end)

@@ -8,7 +8,7 @@ local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('gemini_companion.follow')
-local keep_views, resync, restore_autoread -- below the public functions
+local keep_views, resync, restore_autoread, regular -- below the public functions
 
 --- Whether the buffer holds exactly `text` as its file's bytes.
 ---@param buf integer
@@ -24,8 +24,8 @@ end
 ---@param text string
 function M.apply(buf, text)
   local lines, eol = M.lines(buf, text)
-  if not lines then
-    return M.checktime(buf, 'reload') -- an encoding or line ending Neovim must judge: its own reading
+  if not lines then -- an encoding or line ending Neovim must judge: its own reading
+    return regular(buf) and M.checktime(buf, 'reload')
   end
   keep_views(buf, function()
     local bo = vim.bo[buf]
@@ -155,7 +155,7 @@ function resync(buf, text)
   end)
   if not text then
     return M.checktime(buf, '') -- gone: noted, no E211
-  elseif vim.bo[buf].modified then
+  elseif vim.bo[buf].modified or not regular(buf) then
     return -- (never: a modified buffer's check would ask W12)
   end
   -- 'autoread' reads an unmodified buffer at once; without autocommands: nothing else needs to
@@ -181,6 +181,15 @@ function restore_autoread(buf, own)
   vim.api.nvim_buf_call(buf, function()
     vim.cmd(own == nil and 'set autoread<' or ('setlocal %sautoread'):format(own and '' or 'no'))
   end)
+end
+
+--- Whether `buf`'s file is a regular file now: Neovim's own reading waits on a FIFO swapped in
+--- since it was read.
+---@param buf integer
+---@return boolean
+function regular(buf)
+  local stat = vim.uv.fs_stat(vim.api.nvim_buf_get_name(buf))
+  return stat ~= nil and stat.type == 'file'
 end
 
 return M
