@@ -225,3 +225,23 @@ def test_a_fifo_put_in_the_files_place_is_named_never_read(editor_factory, sandb
     os.mkfifo(path)
     wait_for(lambda: "not a regular file: pipe.txt changed on disk" in ed.messages(), 10, "the line")
     assert lines(ed) == "text" and ed.lua("return vim.bo.modified") is False
+
+
+def test_a_folder_removed_and_made_again_is_followed_when_neovim_gets_focus(editor_factory, sandbox: Sandbox):
+    """`git checkout` of a branch without the folder, then back: the folder's watch went with
+    it; the file's new text is shown when Neovim next gets focus."""
+    folder = sandbox.project / "d"
+    folder.mkdir()
+    path = folder / "x.txt"
+    path.write_text("one\n")
+    ed = editor_factory(NO_HOOKS, [str(path)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    path.unlink()
+    folder.rmdir()
+    wait_for(lambda: ed.lua(STATE, 0) == "deleted", 10, "the deleted mark")
+    folder.mkdir()
+    path.write_text("two\n")
+    ed.nvim.command("doautocmd FocusGained")
+    wait_for(lambda: lines(ed) == "two", 10, "the buffer to follow the file")
+    assert ed.lua(STATE, 0) is None and ed.lua("return vim.bo.modified") is False

@@ -64,8 +64,10 @@ function M.start()
       M.untrack(ev.buf)
     end,
   })
-  -- A turn's end (changes/): whatever its tools did, a watch missed or no watch covers.
+  -- A turn's end (changes/), and the user coming back: what a watch missed (a folder removed and
+  -- made again) or no watch covers (beyond the bound).
   vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiTurnEnded', callback = M.sweep })
+  vim.api.nvim_create_autocmd('FocusGained', { group = group, callback = M.sweep })
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     M.track(buf)
   end
@@ -83,7 +85,7 @@ function M.stop()
 end
 
 --- Check every followed buffer's file (a stat each, off the main loop; a changed one is read):
---- at an agent tool's end (its hook), at a turn's end.
+--- at an agent tool's end (its hook), at a turn's end, when Neovim gets focus.
 function M.sweep()
   for buf, entry in pairs(followed) do
     recheck(buf, entry)
