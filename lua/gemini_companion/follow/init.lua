@@ -17,6 +17,8 @@ local M = {}
 local MAX_FOLDERS = 256
 -- A burst of events for one file (a write in pieces, a rename into place) is read once, this late.
 local SETTLE_MS = 20
+-- A buffer is reloaded at most once in this long.
+local MIN_GAP_MS = 250
 -- Main-loop time one slice of results may take before it yields to keys and redraws.
 local SLICE_NS = 2e6
 -- Files read at once.
@@ -28,6 +30,7 @@ local MAX_READS = 8
 ---@field base string? its file name in that folder
 ---@field sig string what the file was when the buffer last matched it (disk.stat_signature)
 ---@field reading boolean? a read is under way
+---@field shown integer? when it was last reloaded (uv.now, ms)
 ---@field again boolean? another change came during that read
 ---@field state nil|'conflict'|'deleted'
 
@@ -246,10 +249,18 @@ function M.settle_soon()
   timer = timer or vim.uv.new_timer()
   if timer and not timer:is_active() then
     timer:start(SETTLE_MS, 0, function()
-      local bufs = pending
+      local bufs, now, later = pending, vim.uv.now(), false
       pending = {}
       for buf in pairs(bufs) do
-        read(buf)
+        local entry = followed[buf]
+        if entry and entry.shown and now - entry.shown < MIN_GAP_MS then
+          pending[buf], later = true, true -- a file written all the time (a log): a few times a second
+        else
+          read(buf)
+        end
+      end
+      if later then
+        M.settle_soon()
       end
     end)
   end
@@ -358,7 +369,7 @@ function apply(result)
     return said('conflict', entry.name)
   end
   reload.apply(buf, result.text) -- (should it raise, the next event or sweep reads it again)
-  entry.sig = result.sig
+  entry.sig, entry.shown = result.sig, vim.uv.now()
   mark(buf, entry, nil)
 end
 
