@@ -18,11 +18,11 @@ local MAX_FOLDERS = 256
 -- A burst of events for one file (a write in pieces, a rename into place) is read once, this late.
 local SETTLE_MS = 20
 -- A buffer is reloaded at most once in this long.
-local MIN_GAP_MS = 250
+local MIN_GAP_MS = 100
 -- Main-loop time one slice of results may take before it yields to keys and redraws.
-local SLICE_NS = 2e6
+local SLICE_NS = 1e6
 -- Files read at once.
-local MAX_READS = 8
+local MAX_READS = 4
 
 ---@class gemini_companion.Followed
 ---@field name string the buffer's file, as Neovim reads it
