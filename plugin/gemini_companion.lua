@@ -29,7 +29,7 @@ vim.api.nvim_create_user_command('GeminiCompanion', function(opts)
   companion().command(opts.fargs[1], opts.fargs[2])
 end, {
   nargs = '*',
-  desc = 'gemini-companion: start|stop|restart|status|install|enable-cli|disable-cli',
+  desc = 'gemini-companion: start|stop|restart|status|install|enable-cli|disable-cli|conflict',
   complete = function(lead, line)
     local words = vim.split(line, '%s+', { trimempty = true })
     local candidates = #words > (lead == '' and 1 or 2) and { 'gemini', 'qwen' } or companion().subcommand_names()

@@ -76,6 +76,9 @@ M.subcommands = {
   ['disable-cli'] = function(cli)
     require('gemini_companion.agents.cli_settings.ask').command('disable', cli)
   end,
+  conflict = function()
+    require('gemini_companion.follow.conflict').open()
+  end,
   log = function()
     require('gemini_companion.log').open()
   end,

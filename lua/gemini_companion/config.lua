@@ -10,6 +10,7 @@
 ---@field cli_settings 'ask'|'auto'|'never' Turning IDE mode on in Gemini CLI's user settings before `:Gemini` starts it.
 ---@field tools gemini_companion.ToolsConfig The model's editor tools.
 ---@field changes gemini_companion.ChangesConfig What agents changed, turn by turn.
+---@field follow gemini_companion.FollowConfig Open buffers follow their files' changes on disk.
 ---@field resume 'ask'|'always'|'never' What an agent's first `:Gemini` in a new Neovim does with the workspace's last conversation.
 ---@field notify gemini_companion.NotifyConfig One line when an agent you are not looking at needs you.
 ---@field log gemini_companion.LogConfig The host's log, for when something is wrong (`:GeminiCompanion log`).
@@ -25,6 +26,9 @@
 ---@field enabled boolean Register the CLIs' turn hooks (Qwen's session defaults, Gemini's enable-cli).
 ---@field max_turns integer Turns kept (older snapshots are pruned).
 ---@field max_file_kb integer Files larger than this are listed as skipped, not tracked.
+
+---@class gemini_companion.FollowConfig
+---@field enabled boolean Reload an unmodified buffer when its file changes on disk (an agent's edit).
 
 ---@class gemini_companion.ToolsConfig
 ---@field enabled boolean Register the editor tools with the CLIs (Qwen's session defaults, Gemini's enable-cli).
@@ -308,6 +312,11 @@ M.schema = {
     max_turns = { doc = 'Turns kept.', default = 20, check = integer_from(1) },
     max_file_kb = { doc = 'Larger files are listed as skipped.', default = 1024, check = integer_from(1) },
   }),
+  follow = feature(
+    "Open buffers follow their files' changes on disk.",
+    'Reload an unmodified buffer when its file changes.',
+    {}
+  ),
   notify = {
     doc = 'One line when an agent you are not looking at needs you.',
     fields = {

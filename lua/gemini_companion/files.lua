@@ -98,4 +98,34 @@ function M.write(path, text, mode)
   return true
 end
 
+--- As M.read, off the main loop (libuv's threads): `done(text, why, stat)` is called in a fast
+--- event (vim.schedule before touching the editor), `stat` the opened file's. A file still being
+--- written past the size it had as it was opened is "changing", not half read.
+---@param path string
+---@param limit integer
+---@param done fun(text: string?, why: string?, stat: uv.fs_stat.result?)
+function M.read_async(path, limit, done)
+  vim.uv.fs_open(path, M.READ_NOW, 0, function(err, fd)
+    if not fd then
+      return done(nil, err)
+    end
+    vim.uv.fs_fstat(fd, function(_, stat)
+      local function finish(text, why)
+        vim.uv.fs_close(fd, function()
+          done(text, why, stat)
+        end)
+      end
+      if not stat or stat.type ~= 'file' then
+        return finish(nil, 'not a regular file')
+      elseif stat.size > limit then
+        return finish(nil, ('larger than %d KiB'):format(limit / 1024))
+      end
+      vim.uv.fs_read(fd, stat.size + 1, 0, function(rerr, text)
+        local grew = text and #text > stat.size
+        finish(not (rerr or grew) and text or nil, rerr or (grew and 'changing' or nil))
+      end)
+    end)
+  end)
+end
+
 return M

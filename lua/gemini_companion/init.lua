@@ -81,6 +81,9 @@ function M.start(quiet)
     if config().options.context.enabled then
       require('gemini_companion.context').attach()
     end
+    if config().options.follow.enabled then
+      require('gemini_companion.follow').start()
+    end
   end
 end
 
@@ -90,6 +93,9 @@ function M.stop()
   state().start_asked = false
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
+  end
+  if package.loaded['gemini_companion.follow'] then
+    require('gemini_companion.follow').stop()
   end
   if package.loaded['gemini_companion.agents.qwen_defaults'] then
     require('gemini_companion.agents.qwen_defaults').remove()

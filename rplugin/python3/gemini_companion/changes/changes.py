@@ -155,6 +155,8 @@ class ChangesFeature:
             await asyncio.to_thread(self._boundary, agent, cwd, "hooks", False)
         elif kind == "tool":
             self._tool(agent, event)
+            # Buffers follow what the tool changed by the end of it (follow/init.lua).
+            self._editor.lua("require('gemini_companion.follow').sweep()")
         return {}
 
     def _tool(self, agent: str, event: dict[str, Any]) -> None:

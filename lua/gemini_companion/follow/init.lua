@@ -1,0 +1,424 @@
+--- Buffers follow the agent's edits: a file that changes on disk while its buffer is open is shown
+--- at once, not when Neovim next gets focus, whoever changed it (an accepted review, a YOLO write,
+--- the agent's shell, another agent, a `git checkout`). An unmodified buffer takes the new text as
+--- one undoable change (follow/reload.lua); one with unsaved edits is never touched, only named
+--- (`:GeminiCompanion conflict` compares, follow/conflict.lua); a deleted file's buffer stays,
+--- marked. Signals: each open file's folder watched (uv fs_event, one handle per folder, bounded,
+--- released with its last buffer), and a sweep at each agent tool's end and turn's end (the CLIs'
+--- hooks) for what a watch misses. Files are read off the main loop; each result is applied in
+--- its own slice of the loop.
+local files = require('gemini_companion.files')
+local message = require('gemini_companion.message')
+local reload = require('gemini_companion.follow.reload')
+
+local M = {}
+
+-- Folders watched at most (one inotify watch each); buffers beyond rely on the sweeps.
+local MAX_FOLDERS = 256
+-- A burst of events for one file (a write in pieces, a rename into place) is read once, this late.
+local SETTLE_MS = 20
+-- A buffer is reloaded at most once in this long.
+local MIN_GAP_MS = 100
+-- Main-loop time one slice of results may take before it yields to keys and redraws.
+local SLICE_NS = 1e6
+-- Files read at once.
+local MAX_READS = 4
+
+---@class gemini_companion.Followed
+---@field name string the buffer's file, as Neovim reads it
+---@field folder string? the folder watched for it (resolved), nil while unwatched
+---@field base string? its file name in that folder
+---@field sig string what the file was when the buffer last matched it (disk.stat_signature)
+---@field reading boolean? a read is under way
+---@field shown integer? when it was last reloaded (uv.now, ms)
+---@field again boolean? another change came during that read
+---@field state nil|'conflict'|'deleted'
+
+---@type table<integer, gemini_companion.Followed>
+local followed = {}
+---@type table<string, {handle: uv.uv_fs_event_t, names: table<string, table<integer, true>>}>
+local folders = {}
+local folder_count = 0
+local pending = {} ---@type table<integer, true> buffers to read once the burst settles
+local ready = {} ---@type {buf: integer, entry: gemini_companion.Followed, text: string?, why: string?, sig: string}[]
+local to_read, in_flight = {}, 0 ---@type integer[], integer
+local timer ---@type uv.uv_timer_t?
+local draining = false
+local group ---@type integer?
+
+local signature = require('gemini_companion.review.disk').stat_signature
+local mark, recheck, watch, read, pump, drain, apply, said -- below the public functions
+
+--- Follow every loaded file buffer from now on, and each one read later.
+function M.start()
+  if group then
+    return
+  end
+  group = vim.api.nvim_create_augroup('gemini_companion.follow', { clear = true })
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost', 'BufWritePost' }, {
+    group = group,
+    callback = function(ev)
+      M.track(ev.buf)
+    end,
+  })
+  vim.api.nvim_create_autocmd({ 'BufUnload', 'BufDelete', 'BufWipeout' }, {
+    group = group,
+    callback = function(ev)
+      M.untrack(ev.buf)
+    end,
+  })
+  -- A turn's end (changes/), and the user coming back: what a watch missed (a folder removed and
+  -- made again) or no watch covers (beyond the bound).
+  vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiTurnEnded', callback = M.sweep })
+  vim.api.nvim_create_autocmd('FocusGained', { group = group, callback = M.sweep })
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    M.track(buf)
+  end
+end
+
+--- Stop following: every watch released.
+function M.stop()
+  if group then
+    pcall(vim.api.nvim_del_augroup_by_id, group)
+    group = nil
+  end
+  for buf in pairs(followed) do
+    M.untrack(buf)
+  end
+end
+
+--- Check every followed buffer's file (a stat each, off the main loop; a changed one is read):
+--- at an agent tool's end (its hook), at a turn's end, when Neovim gets focus.
+function M.sweep()
+  for buf, entry in pairs(followed) do
+    recheck(buf, entry)
+  end
+end
+
+--- What the buffer is marked with: 'conflict' (its file changed under unsaved edits), 'deleted'
+--- (its file is gone), or nil. Also in `b:gemini_companion_follow`, for a statusline.
+---@param buf? integer
+---@return 'conflict'|'deleted'|nil
+function M.state(buf)
+  local entry = followed[buf or vim.api.nvim_get_current_buf()]
+  return entry and entry.state
+end
+
+--- Follow `buf` if it is a loaded buffer of a file (again, when its name changed).
+---@param buf integer
+function M.track(buf)
+  if not group or not vim.api.nvim_buf_is_loaded(buf) or vim.bo[buf].buftype ~= '' then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' or name:find('^%a[%w+.-]*://') then
+    return M.untrack(buf)
+  end
+  local entry = followed[buf]
+  if entry and entry.name == name then
+    mark(buf, entry, nil) -- read or written: in step with the file again
+    vim.uv.fs_stat(name, function(_, stat)
+      entry.sig = signature(stat)
+    end)
+    return
+  end
+  M.untrack(buf)
+  entry = { name = name, sig = 'missing' }
+  followed[buf] = entry
+  vim.uv.fs_stat(name, function(_, stat)
+    entry.sig = signature(stat)
+    watch(buf, entry)
+  end)
+end
+
+--- Stop following `buf`; its folder's watch goes with the folder's last buffer.
+---@param buf integer
+function M.untrack(buf)
+  local entry = followed[buf]
+  if not entry then
+    return
+  end
+  followed[buf] = nil
+  pending[buf] = nil
+  if entry.state then -- (:e! reads the file again, into the same buffer and its variables)
+    pcall(vim.api.nvim_buf_del_var, buf, 'gemini_companion_follow')
+  end
+  local folder = entry.folder and folders[entry.folder]
+  if not folder then
+    return
+  end
+  local bufs = folder.names[entry.base]
+  bufs[buf] = nil
+  if next(bufs) == nil then
+    folder.names[entry.base] = nil
+  end
+  if next(folder.names) == nil then
+    folder.handle:close()
+    folders[entry.folder] = nil
+    folder_count = folder_count - 1
+  end
+end
+
+--- How many folders are watched (for :checkhealth and the tests).
+---@return integer
+function M.watched()
+  return folder_count
+end
+
+-- --- watching ----------------------------------------------------------------------------------
+
+--- A change in `folder`: its file `name` (nil: any of them) is read once the burst settles.
+---@param folder string
+---@param name string?
+local function changed(folder, name)
+  local watched = folders[folder]
+  if not watched then
+    return
+  end
+  for base, bufs in pairs(watched.names) do
+    if name == nil or base == name then
+      for buf in pairs(bufs) do
+        pending[buf] = true
+      end
+    end
+  end
+  M.settle_soon()
+end
+
+--- Stat `entry`'s file (off the main loop); read it when it is not what the buffer last matched.
+---@param buf integer
+---@param entry gemini_companion.Followed
+function recheck(buf, entry)
+  vim.uv.fs_stat(entry.name, function(_, stat)
+    if signature(stat) ~= entry.sig then
+      pending[buf] = true
+      M.settle_soon()
+    end
+  end)
+end
+
+--- Watch the folder of `entry`'s file (the file's own when it is a link), resolved off the main
+--- loop; nothing when the folder cannot be watched (missing, too many): the sweeps cover it.
+---@param buf integer
+---@param entry gemini_companion.Followed
+function watch(buf, entry)
+  local function at(real)
+    vim.schedule(function()
+      if followed[buf] ~= entry or entry.folder or not real then
+        return
+      end
+      local folder, base = vim.fs.dirname(real), vim.fs.basename(real)
+      local watched = folders[folder]
+      if not watched then
+        local handle = folder_count < MAX_FOLDERS and vim.uv.new_fs_event()
+        if not handle then
+          return
+        end
+        local ok = handle:start(folder, {}, function(err, filename)
+          changed(folder, not err and filename or nil)
+        end)
+        if not ok then
+          handle:close()
+          return
+        end
+        watched = { handle = handle, names = {} }
+        folders[folder] = watched
+        folder_count = folder_count + 1
+      end
+      watched.names[base] = watched.names[base] or {}
+      watched.names[base][buf] = true
+      entry.folder, entry.base = folder, base
+      recheck(buf, entry) -- what changed while the watch was being set up
+    end)
+  end
+  vim.uv.fs_realpath(entry.name, function(_, real)
+    if real then
+      return at(real)
+    end
+    -- Not there yet (a new file): its folder, and the name Neovim will read in it.
+    vim.uv.fs_realpath(vim.fs.dirname(entry.name), function(_, dir)
+      at(dir and dir .. '/' .. vim.fs.basename(entry.name))
+    end)
+  end)
+end
+
+-- --- reading and applying --------------------------------------------------------------------
+
+--- Read the pending buffers' files soon: a burst of events is one read per file.
+function M.settle_soon()
+  timer = timer or vim.uv.new_timer()
+  if timer and not timer:is_active() then
+    timer:start(SETTLE_MS, 0, function()
+      local bufs, now, later = pending, vim.uv.now(), false
+      pending = {}
+      for buf in pairs(bufs) do
+        local entry = followed[buf]
+        if entry and entry.shown and now - entry.shown < MIN_GAP_MS then
+          pending[buf], later = true, true -- a file written all the time (a log): a few times a second
+        else
+          read(buf)
+        end
+      end
+      if later then
+        M.settle_soon()
+      end
+    end)
+  end
+end
+
+--- Read `buf`'s file off the main loop; the result is queued for the main loop.
+---@param buf integer
+function read(buf)
+  local entry = followed[buf]
+  if not entry then
+    return
+  end
+  if entry.reading then
+    entry.again = true
+    return
+  end
+  entry.reading = true
+  table.insert(to_read, buf)
+  pump()
+end
+
+--- Start the next reads, a few at a time: their completions run on the main loop, and 200 at
+--- once held it 20 ms.
+function pump()
+  local limit = require('gemini_companion.config').options.changes.max_file_kb * 1024
+  while in_flight < MAX_READS and #to_read > 0 do
+    local buf = table.remove(to_read, 1)
+    local entry = followed[buf]
+    if entry then
+      in_flight = in_flight + 1
+      files.read_async(entry.name, limit, function(text, why, stat)
+        in_flight = in_flight - 1
+        table.insert(ready, { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) })
+        if not draining then
+          draining = true
+          vim.schedule(drain)
+        end
+        pump()
+      end)
+    end
+  end
+end
+
+--- Apply the queued results, a slice of main-loop time at a time.
+function drain()
+  local started = vim.uv.hrtime()
+  while #ready > 0 and vim.uv.hrtime() - started < SLICE_NS do
+    local result = table.remove(ready, 1)
+    local ok, err = pcall(apply, result)
+    result.entry.reading = false
+    if result.entry.again then
+      result.entry.again = false
+      pending[result.buf] = true
+      M.settle_soon()
+    end
+    if not ok then
+      message.notify(('following %s: %s'):format(vim.fn.strtrans(result.entry.name), err), 'error')
+    end
+  end
+  if #ready > 0 then
+    vim.defer_fn(drain, 0) -- keys and redraws first
+  else
+    draining = false
+  end
+end
+
+--- One file's new state, on the main loop.
+---@param result {buf: integer, entry: gemini_companion.Followed, text: string?, why: string?, sig: string}
+function apply(result)
+  local buf, entry = result.buf, result.entry
+  if followed[buf] ~= entry or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  if result.sig == entry.sig and entry.state ~= 'deleted' then
+    return -- as it was when the buffer last matched it (a write of ours, an event for nothing)
+  end
+  local why = result.why or ''
+  if why:find('^ENOENT') or why:find('^ENOTDIR') then
+    if entry.state ~= 'deleted' then
+      entry.sig = 'missing'
+      reload.settle(buf, nil) -- Neovim's own check says nothing of it later (no E211)
+      mark(buf, entry, 'deleted')
+      said('deleted', entry.name)
+    end
+    return
+  elseif why == 'changing' then -- still being written: its next event (or sweep) reads it whole
+    pending[buf] = true
+    return M.settle_soon()
+  elseif not result.text then
+    if entry.sig ~= result.sig then
+      entry.sig = result.sig
+      said('unread', entry.name, why)
+    end
+    return
+  end
+  if reload.holds(buf, result.text) then
+    entry.sig = result.sig
+    if not vim.bo[buf].modified then
+      reload.settle(buf, result.text)
+    end
+    return mark(buf, entry, nil)
+  elseif vim.bo[buf].modified then
+    -- The user's text is theirs: never replaced. Not settled either, so that `:w` still warns.
+    entry.sig = result.sig
+    mark(buf, entry, 'conflict')
+    return said('conflict', entry.name)
+  end
+  reload.apply(buf, result.text) -- (should it raise, the next event or sweep reads it again)
+  entry.sig, entry.shown = result.sig, vim.uv.now()
+  mark(buf, entry, nil)
+end
+
+--- Set the buffer's mark (entry and `b:gemini_companion_follow`).
+---@param buf integer
+---@param entry gemini_companion.Followed
+---@param state nil|'conflict'|'deleted'
+function mark(buf, entry, state)
+  if entry.state ~= state then
+    entry.state = state
+    vim.b[buf].gemini_companion_follow = state
+    vim.cmd.redrawstatus({ bang = true })
+  end
+end
+
+-- --- one line for a burst ---------------------------------------------------------------------
+
+local LINES = {
+  conflict = '%s changed on disk; your unsaved edits kept (:GeminiCompanion conflict)',
+  deleted = '%s deleted on disk; its buffer kept',
+  unread = '%s: %s changed on disk, not reloaded',
+}
+local heard = {} ---@type table<string, {names: string[], why: string?}>
+local speaker ---@type uv.uv_timer_t?
+
+--- Say what happened to a burst of files in one line per kind, once the burst is over; the
+--- reason first when there is one.
+---@param kind 'conflict'|'deleted'|'unread'
+---@param name string
+---@param why? string
+function said(kind, name, why)
+  heard[kind] = heard[kind] or { names = {}, why = why }
+  table.insert(heard[kind].names, vim.fn.fnamemodify(name, ':~:.'))
+  speaker = speaker or vim.uv.new_timer()
+  if speaker and not speaker:is_active() then
+    speaker:start(
+      100,
+      0,
+      vim.schedule_wrap(function()
+        for what, burst in pairs(heard) do
+          local names = burst.names
+          local who = #names == 1 and names[1] or ('%d files (%s, …)'):format(#names, names[1])
+          local line = what == 'unread' and LINES[what]:format(burst.why, who) or LINES[what]:format(who)
+          message.brief(vim.fn.strtrans(line), 'warn')
+        end
+        heard = {}
+      end)
+    )
+  end
+end
+
+return M

@@ -1,0 +1,195 @@
+--- An unmodified buffer made its file's new text as one change the user can undo: only the lines
+--- that differ are replaced (marks, folds, signs and other extmarks stay with their text), each
+--- window's cursor and view kept, and Neovim's own record of the file brought up to date so that
+--- neither its next check (focus, `:checktime`: W11, E211) nor `:w` ("changed since reading it")
+--- asks.
+local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace('gemini_companion.follow')
+local keep_views, resync, restore_autoread, regular -- below the public functions
+
+--- Whether the buffer holds exactly `text` as its file's bytes.
+---@param buf integer
+---@param text string
+---@return boolean
+function M.holds(buf, text)
+  return buffer_bytes.holds(buf, text)
+end
+
+--- Make the unmodified `buf` show `text`, its file's new bytes: one undo step (`u` takes it back
+--- and marks the buffer modified, `<C-r>` makes it unmodified again).
+---@param buf integer
+---@param text string
+function M.apply(buf, text)
+  local lines, eol = M.lines(buf, text)
+  if not lines then -- an encoding or line ending Neovim must judge: its own reading
+    return regular(buf) and M.checktime(buf, 'reload')
+  end
+  keep_views(buf, function()
+    local bo = vim.bo[buf]
+    local modifiable = bo.modifiable
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('let &g:undolevels = &g:undolevels') -- its own undo step, joined to nothing before it
+    end)
+    -- Modified as the change is saved for undo: undoing it marks the buffer modified (it then
+    -- differs from the file), as Neovim's own reload does.
+    bo.modified, bo.modifiable = true, true
+    local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local hunks = vim.diff(table.concat(old, '\n') .. '\n', table.concat(lines, '\n') .. '\n', {
+      result_type = 'indices',
+    }) --[[@as integer[][] ]]
+    for i = #hunks, 1, -1 do -- from the end: the line numbers above stay valid
+      local a, count_a, b, count_b = unpack(hunks[i])
+      local start = count_a == 0 and a or a - 1
+      vim.api.nvim_buf_set_lines(buf, start, start + count_a, true, vim.list_slice(lines, b, b + count_b - 1))
+    end
+    bo.eol, bo.modifiable = eol, modifiable
+    bo.modified = false -- last: 'eol' set after it would make the buffer differ from the file
+    resync(buf, text)
+  end)
+  if vim.bo[buf].undofile then -- the history kept for the file as it is now
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
+    end)
+  end
+end
+
+--- Neovim's record of the file made the file's as it is now, for a buffer that shows it already
+--- (`text`), or whose file is gone (nil): nothing asks later.
+---@param buf integer
+---@param text string?
+function M.settle(buf, text)
+  keep_views(buf, function()
+    resync(buf, text)
+  end)
+end
+
+--- Neovim's `:checktime` of `buf` alone, its question answered with `choice` ('reload' reads
+--- the file, its old text kept in the undo history; '' only notes the file's time, or that it is
+--- gone): no prompt, whatever 'autoread' says. Whether the record was stale (a question came).
+---@param buf integer
+---@param choice fun(): string|string
+---@return boolean asked
+function M.checktime(buf, choice)
+  local asked = false
+  local id = vim.api.nvim_create_autocmd('FileChangedShell', {
+    buffer = buf,
+    callback = function()
+      asked = true
+      vim.v.fcs_choice = type(choice) == 'function' and choice() or choice
+    end,
+  })
+  local undoreload, own = vim.o.undoreload, vim.api.nvim_get_option_value('autoread', { buf = buf, scope = 'local' })
+  vim.o.undoreload = math.max(undoreload, vim.api.nvim_buf_line_count(buf) + 1)
+  vim.bo[buf].autoread = false -- else an unmodified buffer is read without the question
+  pcall(vim.cmd.checktime, buf)
+  vim.o.undoreload = undoreload
+  restore_autoread(buf, own)
+  pcall(vim.api.nvim_del_autocmd, id)
+  return asked
+end
+
+--- `text` as the buffer's lines and 'eol', when Neovim would read it so into this buffer (UTF-8
+--- without a byte order mark, its line endings); nil when only Neovim's reading can tell.
+---@param buf integer
+---@param text string
+---@return string[]? lines, boolean eol
+function M.lines(buf, text)
+  local bo = vim.bo[buf]
+  local fenc = bo.fileencoding
+  if text == '' or bo.bomb or (fenc ~= '' and fenc ~= 'utf-8') or text:sub(1, 3) == '\239\187\191' then
+    return nil, false
+  end
+  local eol = text:sub(-1) == '\n'
+  local body = eol and text:sub(1, -2) or text
+  if bo.fileformat == 'dos' then
+    if (eol and body:sub(-1) ~= '\r') or body:gsub('\r\n', ''):find('[\r\n]') then
+      return nil, false -- a lone CR or LF: Neovim would read it as another format
+    end
+    return vim.split(eol and body:sub(1, -2) or body, '\r\n', { plain = true }), eol
+  elseif bo.fileformat ~= 'unix' or text:find('\r\n', 1, true) then
+    return nil, false
+  end
+  return vim.split(body, '\n', { plain = true }), eol
+end
+
+--- Run `change`, each window of `buf` keeping its cursor and top line on the same text.
+---@param buf integer
+---@param change fun()
+function keep_views(buf, change)
+  local views = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    local view = vim.api.nvim_win_call(win, vim.fn.winsaveview)
+    views[win] = {
+      view = view,
+      cursor = vim.api.nvim_buf_set_extmark(buf, ns, view.lnum - 1, 0, {}),
+      top = vim.api.nvim_buf_set_extmark(buf, ns, view.topline - 1, 0, {}),
+    }
+  end
+  local ok, err = pcall(change)
+  for win, saved in pairs(views) do
+    local view = saved.view
+    view.lnum = vim.api.nvim_buf_get_extmark_by_id(buf, ns, saved.cursor, {})[1] + 1
+    view.topline = vim.api.nvim_buf_get_extmark_by_id(buf, ns, saved.top, {})[1] + 1
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_call(win, function()
+        vim.fn.winrestview(view)
+      end)
+    end
+  end
+  vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  assert(ok, err)
+end
+
+--- Bring Neovim's record of the file (time, size, mode, and the time `:w` checks) up to date.
+--- Only its own reading sets them all: when the record is stale, the file (identical to the
+--- buffer by now) is read, and that reading's undo step, which changed nothing, taken off again.
+--- A file that changed once more meanwhile stays read, as Neovim's own reload.
+---@param buf integer
+---@param text string?
+function resync(buf, text)
+  local seq = vim.api.nvim_buf_call(buf, function()
+    return vim.fn.undotree().seq_cur
+  end)
+  if not text then
+    return M.checktime(buf, '') -- gone: noted, no E211
+  elseif vim.bo[buf].modified or not regular(buf) then
+    return -- (never: a modified buffer's check would ask W12)
+  end
+  -- 'autoread' reads an unmodified buffer at once; without autocommands: nothing else needs to
+  -- hear of a reading that changes nothing (it costs a .txt file 3 ms of filetype detection).
+  local undoreload, own = vim.o.undoreload, vim.api.nvim_get_option_value('autoread', { buf = buf, scope = 'local' })
+  vim.o.undoreload = math.max(undoreload, vim.api.nvim_buf_line_count(buf) + 1)
+  vim.bo[buf].autoread = true
+  pcall(vim.cmd, 'noautocmd checktime ' .. buf)
+  vim.o.undoreload = undoreload
+  restore_autoread(buf, own)
+  vim.api.nvim_buf_call(buf, function()
+    if vim.fn.undotree().seq_cur ~= seq and M.holds(buf, text) then
+      vim.cmd('silent undo')
+      vim.bo[buf].modified = false
+    end
+  end)
+end
+
+--- `buf`'s own 'autoread' (nil: none, the global one applies) put back.
+---@param buf integer
+---@param own boolean?
+function restore_autoread(buf, own)
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd(own == nil and 'set autoread<' or ('setlocal %sautoread'):format(own and '' or 'no'))
+  end)
+end
+
+--- Whether `buf`'s file is a regular file now: Neovim's own reading waits on a FIFO swapped in
+--- since it was read.
+---@param buf integer
+---@return boolean
+function regular(buf)
+  local stat = vim.uv.fs_stat(vim.api.nvim_buf_get_name(buf))
+  return stat ~= nil and stat.type == 'file'
+end
+
+return M
