@@ -57,7 +57,8 @@
 ---@field back string|false Terminal-mode key, in an agent's window, back to the last editor window.
 
 ---@class gemini_companion.DiffConfig
----@field layout 'vertical'|'horizontal' Original and proposal side by side, or one above the other.
+---@field layout 'vertical'|'horizontal'|'unified' Original and proposal side by side, one above the other, or one read-only `+`/`-` buffer.
+---@field open_in_new_tab boolean A review of its own tab (false: in the current tab, beside the agent's window).
 ---@field focus boolean Switch to a diff's tab when it opens (false: open it in the background and say so).
 
 ---@class gemini_companion.ContextConfig
@@ -228,10 +229,11 @@ M.schema = {
     doc = 'How proposed edits are shown.',
     fields = {
       layout = {
-        doc = 'Original and proposal side by side, or one above the other.',
+        doc = 'Original and proposal side by side, one above the other, or one +/- buffer.',
         default = 'vertical',
-        check = one_of("'vertical' or 'horizontal'", 'vertical', 'horizontal'),
+        check = one_of("'vertical', 'horizontal' or 'unified'", 'vertical', 'horizontal', 'unified'),
       },
+      open_in_new_tab = { doc = 'A review of its own tab (false: the current tab).', default = true, check = BOOLEAN },
       focus = { doc = "Switch to a diff's tab when it opens.", default = true, check = BOOLEAN },
     },
   },

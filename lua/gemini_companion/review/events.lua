@@ -3,7 +3,10 @@
 --- and the autocommands all reviews share.
 local lifecycle = require('gemini_companion.review.lifecycle')
 local message = require('gemini_companion.message')
+local placement = require('gemini_companion.review.placement')
+local stray = require('gemini_companion.review.stray')
 local view = require('gemini_companion.review.view')
+local winbar = require('gemini_companion.review.winbar')
 local write_origin = require('gemini_companion.review.write_origin')
 
 local M = {}
@@ -26,6 +29,9 @@ function M.attach(diff)
     on('BufFilePost', buf, function()
       H.on_rename(diff, buf)
     end)
+    on('BufWinEnter', buf, function() -- shown in another window too: the keys go with it
+      view.set_headers(diff)
+    end)
   end
   -- `:q` in the proposal's window, or a window of the review tab closed from inside it
   -- (`:close`, `:tabclose`, `:only`): on purpose. From elsewhere (`:tabonly`): a side effect.
@@ -37,7 +43,7 @@ function M.attach(diff)
     callback = function(ev)
       local win = tonumber(ev.match)
       if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == diff.proposal then
-        diff.closing = diff.closing or (vim.api.nvim_get_current_tabpage() == diff.tab and 'close' or 'side')
+        diff.closing = diff.closing or (H.from_inside(diff) and 'close' or 'side')
       end
     end,
   })
@@ -63,6 +69,9 @@ function M.track()
   end
   global_group = vim.api.nvim_create_augroup('gemini_companion_diffs', { clear = true })
   write_origin.track(global_group)
+  winbar.track(global_group, function(buf)
+    return stray.owned()[buf] == true
+  end)
   -- Review buffers are not files: no diagnostics on them, no rename edits into them.
   vim.api.nvim_create_autocmd('LspAttach', {
     group = global_group,
@@ -74,6 +83,18 @@ function M.track()
       end
     end,
   })
+end
+
+--- Is the user in the review (its tab, or in the current tab one of its windows)? A window closed
+--- from there is closed on purpose.
+---@param diff gemini_companion.Diff
+---@return boolean
+function H.from_inside(diff)
+  if diff.own_tab then
+    return vim.api.nvim_get_current_tabpage() == diff.tab
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  return buf == diff.proposal or buf == diff.original or buf == diff.unified
 end
 
 --- `:w file`, `:w! file`, `:saveas file`: write a copy of the proposal, as Vim would.
@@ -159,7 +180,7 @@ function H.on_hidden(diff)
   for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
     pcall(vim.api.nvim_win_close, win, true)
   end
-  view.show(diff, true)
+  placement.show(diff, true)
   local tab = vim.api.nvim_tabpage_get_number(diff.tab)
   message.notify(
     ('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(

@@ -32,6 +32,7 @@ local events = require('gemini_companion.review.events')
 local host = require('gemini_companion.host')
 local lifecycle = require('gemini_companion.review.lifecycle')
 local message = require('gemini_companion.message')
+local placement = require('gemini_companion.review.placement')
 local stray = require('gemini_companion.review.stray')
 local target = require('gemini_companion.review.target')
 local view = require('gemini_companion.review.view')
@@ -205,8 +206,10 @@ function H.open(spec)
   H.replace_older(spec.path)
   events.track()
   local diff = H.new_review(spec)
-  local proposal_win = view.show(diff, true)
-  vim.t[diff.tab].gemini_companion_agent = diff.agent -- for tablines: whose proposal this tab is
+  local proposal_win = placement.show(diff, true)
+  if diff.own_tab then
+    vim.t[diff.tab].gemini_companion_agent = diff.agent -- for tablines: whose proposal this tab is
+  end
   vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #diff.proposed), 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')

@@ -42,7 +42,10 @@ local H = {}
 ---@field proposal integer Buffer: the proposal.
 ---@field names {original: string, proposal: string}
 ---@field tick integer The proposal's changedtick when its text was last set by us.
----@field tab integer
+---@field tab integer The review's tab, or the tab it opened in beside the user's windows.
+---@field own_tab boolean? It has a tab of its own (`diff.open_in_new_tab`).
+---@field sizes table<integer, integer[]>? The current tab's window sizes before the review opened there.
+---@field unified integer? Buffer: the unified preview (`diff.layout = 'unified'`).
 ---@field group integer Autocommand group of this diff.
 ---@field poll uv.uv_timer_t? Watches the file while the diff is open.
 ---@field closing 'close'|'side'? How the proposal's window is going away.
@@ -99,11 +102,12 @@ end
 ---@param outcome 'accepted'|'rejected'|'closed'
 function H.cleanup(diff, outcome)
   local was_here = vim.api.nvim_get_current_tabpage() == diff.tab
-  for _, buf in ipairs({ diff.proposal, diff.original }) do
+  for _, buf in ipairs({ diff.proposal, diff.original, diff.unified }) do
     if vim.api.nvim_buf_is_valid(buf) then
       pcall(vim.api.nvim_buf_delete, buf, { force = true })
     end
   end
+  require('gemini_companion.review.placement').restore(diff)
   -- Back to where the user was (the agent's terminal, typically), if they were reviewing.
   if was_here and outcome ~= 'closed' and vim.api.nvim_win_is_valid(diff.return_win) then
     vim.api.nvim_set_current_win(diff.return_win)
@@ -164,7 +168,9 @@ function M.orphan(diff, why)
       diff.names[kind] = old
     end
   end
-  vim.t[diff.tab].gemini_companion_orphaned = why
+  if diff.own_tab then
+    vim.t[diff.tab].gemini_companion_orphaned = why
+  end
   view.set_headers(diff)
 end
 

@@ -1,0 +1,195 @@
+"""Where a review opens (issue 33): its own tab, or the current tab beside the agent's window,
+vertical, horizontal or unified; `:w`, `:q` and `do` exact to the byte in each; `:q` closes the
+review's windows only and gives the tab its layout back; the winbar names the keys and is the
+user's again after; accept/reject all of one agent.
+
+A real Neovim, the real host, proposals from the real Gemini IDE client; the agent's window is
+the plugin's own terminal running tests/harness/fake_agent.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import HARNESS, Editor, wait_for
+from review.helpers import Review, write
+
+ORIGINAL = b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\neight\r\nnine\r\nten"  # CR LF, no last EOL
+PROPOSED = "ONE\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\neight\r\nnine\r\nTEN"
+# `do` on the first hunk takes "one" back; the second hunk stays the agent's.
+TAKEN_BACK = "one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\neight\r\nnine\r\nTEN"
+
+PLACEMENTS = [
+    pytest.param({"open_in_new_tab": True, "layout": "vertical"}, id="tab-vertical"),
+    pytest.param({"open_in_new_tab": False, "layout": "vertical"}, id="current-vertical"),
+    pytest.param({"open_in_new_tab": False, "layout": "horizontal"}, id="current-horizontal"),
+]
+
+LAYOUT = (
+    "local t = vim.api.nvim_get_current_tabpage() local out = {}"
+    " for _, w in ipairs(vim.api.nvim_tabpage_list_wins(t)) do"
+    "  local b = vim.api.nvim_win_get_buf(w)"
+    "  out[#out + 1] = { win = w, buf = b, width = vim.api.nvim_win_get_width(w),"
+    "   height = vim.api.nvim_win_get_height(w), pos = vim.api.nvim_win_get_position(w),"
+    "   winbar = vim.wo[w].winbar, diff = vim.wo[w].diff, terminal = vim.bo[b].buftype == 'terminal' }"
+    " end return out"
+)
+
+
+@pytest.fixture
+def project(sandbox: Any) -> Path:
+    return Path(os.path.realpath(sandbox.project))
+
+
+def editor_with_agent(editor_factory, sandbox, diff: dict[str, Any]) -> Editor:
+    """The user's file (with unsaved edits and a winbar of theirs) on the left, the agent's
+    terminal on the right, the cursor in the user's window."""
+    log = str(sandbox.base / "log")
+    agent = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": log}}
+    editor = editor_factory(setup={"diff": diff, "agents": {"fake": agent}, "default_agent": "fake"})
+    editor.wait_state("running")
+    mine = Path(os.path.realpath(sandbox.project)) / "mine.txt"
+    write(mine, b"saved\n")
+    editor.lua("vim.cmd.edit(...)", str(mine))
+    editor.nvim.command("normal! ccunsaved edit")
+    editor.lua("vim.wo.winbar = 'MY BAR %f'")
+    editor.nvim.command("Gemini fake")
+    wait_for(lambda: terminal_window(editor), what="the agent's window")
+    editor.nvim.command("wincmd p")
+    editor.nvim.command("stopinsert")  # the agent's window started terminal mode
+    wait_for(lambda: editor.lua("return vim.api.nvim_get_mode().mode") == "n", what="normal mode")
+    assert editor.lua("return vim.bo.buftype") == ""
+    return editor
+
+
+def terminal_window(editor: Editor) -> bool:
+    return any(w["terminal"] for w in editor.lua(LAYOUT))
+
+
+def connected(editor: Editor, gemini_factory) -> Review:
+    client = gemini_factory(editor)
+    assert client.call("connect")["status"] == "connected"
+    return Review(editor, client)
+
+
+def settle(review: Review, path: Path) -> None:
+    """The review is over (the agent's own buffer is named gemini:// too: helpers.settle would wait on it)."""
+    wait_for(lambda: review.info(path) is None, what=f"the review of {path} to close")
+    wait_for(lambda: not review.editor.status()["diffs"], what="the host to forget the review")
+    wait_for(
+        lambda: (
+            not review.editor.lua(
+                "for _, b in ipairs(vim.api.nvim_list_bufs()) do local n = vim.api.nvim_buf_get_name(b)"
+                " if n:find('gemini://', 1, true) and not n:find('gemini://agent/', 1, true) then return true end"
+                " end return false"
+            )
+        ),
+        what="the review's buffers to go",
+    )
+
+
+def mine_is_intact(editor: Editor) -> None:
+    state = editor.lua(
+        "local b = vim.fn.bufnr(...) return { lines = vim.api.nvim_buf_get_lines(b, 0, -1, false),"
+        " modified = vim.bo[b].modified }",
+        str(Path(os.path.realpath(editor.sandbox.project)) / "mine.txt"),
+    )
+    assert state == {"lines": ["unsaved edit"], "modified": True}, "the user's unsaved edits are kept"
+
+
+@pytest.mark.parametrize("diff", PLACEMENTS)
+def test_each_placement_accepts_takes_back_and_rejects_exactly(editor_factory, gemini_factory, sandbox, project, diff):
+    editor = editor_with_agent(editor_factory, sandbox, diff)
+    review = connected(editor, gemini_factory)
+    before = editor.lua(LAYOUT)
+    target = project / "a.txt"
+    write(target, ORIGINAL)
+
+    request = review.open(target, PROPOSED)
+    info = review.info(target)
+    assert info
+    now = editor.lua(LAYOUT)
+    if diff["open_in_new_tab"]:
+        assert editor.lua("return #vim.api.nvim_list_tabpages()") == 2
+    else:
+        assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1, "no new tab"
+        assert [w for w in now if w["win"] in {b["win"] for b in before}] == [
+            {**b, "width": w["width"], "height": w["height"], "pos": w["pos"]}
+            for b in before
+            for w in now
+            if w["win"] == b["win"]
+        ], "the user's and the agent's windows are still there, with their buffers and winbars"
+        assert any(w["terminal"] for w in now), "the agent's window stays visible"
+    sides = [w for w in now if w["buf"] in (info["original"], info["proposal"])]
+    assert [w["buf"] for w in sides] == [info["original"], info["proposal"]] and all(w["diff"] for w in sides)
+    first, second = sides[0]["pos"], sides[1]["pos"]
+    if diff["layout"] == "vertical":
+        assert first[0] == second[0] and first[1] < second[1], "side by side"
+    else:
+        assert first[1] == second[1] and first[0] < second[0], "one above the other"
+    assert ":w accept · :q reject · do take a hunk back" in sides[1]["winbar"]
+
+    review.proposal_window(target)
+    editor.nvim.command("1")
+    editor.nvim.input("do")  # the first hunk goes back to the file's text
+    wait_for(lambda: review.proposal_lines(target)[0] == "one", what="the hunk taken back")
+    editor.nvim.input(":w\r")
+    assert review.outcome(request) == {"status": "accepted", "content": TAKEN_BACK}
+    settle(review, target)
+    assert target.read_bytes() == ORIGINAL, "the plugin never writes the file: the CLI does"
+    mine_is_intact(editor)
+
+    request = review.open(target, PROPOSED)
+    review.proposal_window(target)
+    editor.nvim.input(":q\r")
+    assert review.outcome(request)["status"] == "rejected"
+    settle(review, target)
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    after = editor.lua(LAYOUT)
+    assert after == before, "the same windows, buffers, sizes and winbars as before the reviews"
+    mine_is_intact(editor)
+
+
+def test_the_winbar_is_on_review_windows_only_and_the_users_comes_back(
+    editor_factory, gemini_factory, sandbox, project
+):
+    editor = editor_with_agent(editor_factory, sandbox, {"open_in_new_tab": True})
+    review = connected(editor, gemini_factory)
+    target = project / "w.txt"
+    write(target, b"a\n")
+    request = review.open(target, "b\n")
+    info = review.info(target)
+    assert info
+    editor.nvim.command("tabfirst")
+    mine = editor.lua("return vim.api.nvim_get_current_win()")
+    editor.nvim.command(f"buffer {info['proposal']}")  # the proposal shown in the user's window too
+    assert ":w accept · :q reject · do take a hunk back" in editor.lua("return vim.wo.winbar")
+    editor.nvim.command("buffer #")
+    assert editor.lua("return vim.api.nvim_get_current_win()") == mine
+    assert editor.lua("return vim.api.nvim_get_option_value('winbar', { scope = 'local' })") == "MY BAR %f"
+    editor.nvim.command("GeminiReject")
+    assert review.outcome(request)["status"] == "rejected"
+    settle(review, target)
+    assert editor.lua("return vim.wo.winbar") == "MY BAR %f"
+    mine_is_intact(editor)
+
+
+def test_a_review_window_showing_another_file_loses_the_review_winbar(review, project):
+    target = project / "e.txt"
+    other = project / "other.txt"
+    write(target, b"a\n")
+    write(other, b"other\n")
+    request = review.open(target, "b\n")
+    info = review.info(target)
+    assert info
+    original_win = review.editor.lua("return vim.fn.win_findbuf(...)[1]", info["original"])
+    review.editor.lua("vim.api.nvim_set_current_win(...)", original_win)
+    review.editor.lua("vim.cmd.edit(...)", str(other))  # the left window now shows a file of the user's
+    assert review.editor.lua("return vim.wo.winbar") == ""
+    review.editor.nvim.command("GeminiReject")
+    assert review.outcome(request)["status"] == "rejected"
