@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pynvim import NvimError
 
-from conftest import HARNESS, Editor, wait_for
+from conftest import HARNESS, NODE_DIR, Editor, NodeClient, client_env, wait_for
 from review.helpers import Review, write
 
 ORIGINAL = b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\neight\r\nnine\r\nten"  # CR LF, no last EOL
@@ -193,3 +194,50 @@ def test_a_review_window_showing_another_file_loses_the_review_winbar(review, pr
     assert review.editor.lua("return vim.wo.winbar") == ""
     review.editor.nvim.command("GeminiReject")
     assert review.outcome(request)["status"] == "rejected"
+
+
+def test_accept_and_reject_all_of_one_agent_leave_the_other_agents_reviews(editor, gemini_factory, project):
+    first, second = connected(editor, gemini_factory), connected(editor, gemini_factory)  # one agent, two clients
+    node = str(NODE_DIR / "node_modules" / ".bin" / "node")
+    qwen_client = NodeClient("qwen_client.mjs", client_env(editor), project, node=node)
+    try:
+        assert qwen_client.call("connect")["status"] == "connected"
+        qwen = Review(editor, qwen_client)
+        a, b, c = project / "a.txt", project / "b.txt", project / "c.txt"
+        for path in (a, b, c):
+            write(path, b"old\r\n")
+        to_a, to_b = first.open(a, "A\r\nnew"), second.open(b, "B\n")
+        to_c = qwen.open(c, "C\n")
+        editor.nvim.command("tabfirst")
+        with pytest.raises(NvimError, match="several agents are pending: name one"):
+            editor.nvim.command("GeminiAccept all")
+        assert first.info(a) and second.info(b) and qwen.info(c), "nothing guessed"
+        assert editor.lua("return require('gemini_companion.review').complete('', 'GeminiAccept all ')") == ["external"]
+
+        editor.nvim.command("GeminiAccept all external Gemini")
+        assert first.outcome(to_a) == {"status": "accepted", "content": "A\r\nnew"}
+        assert second.outcome(to_b) == {"status": "accepted", "content": "B\n"}
+        wait_for(lambda: first.info(a) is None and second.info(b) is None, what="both Gemini reviews to close")
+        assert qwen.info(c), "the other agent's review stays"
+        assert "accepted 2 of 2 pending reviews by external Gemini CLI" in editor.messages()
+
+        to_a = first.open(a, "again\n")
+        qwen.proposal_window(c)  # in Qwen's review: `all` means Qwen's
+        editor.nvim.command("GeminiReject all")
+        assert qwen.outcome(to_c)["status"] == "rejected"
+        wait_for(lambda: qwen.info(c) is None, what="Qwen's review to close")
+        assert first.info(a), "Gemini's review stays"
+        editor.nvim.command("GeminiReject all external Gemini CLI")
+        assert first.outcome(to_a)["status"] == "rejected"
+        assert [p.read_bytes() for p in (a, b, c)] == [b"old\r\n"] * 3, "the plugin never writes the files"
+    finally:
+        qwen_client.close()
+
+
+def test_a_file_named_all_under_review_is_that_file(review, project):
+    target = project / "all"
+    write(target, b"x\n")
+    request = review.open(target, "y\n")
+    review.editor.nvim.command("tabfirst")
+    review.editor.nvim.command("GeminiAccept all")
+    assert review.outcome(request) == {"status": "accepted", "content": "y\n"}

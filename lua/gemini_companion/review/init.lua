@@ -143,23 +143,20 @@ function M.orphaned()
   end)
 end
 
---- Accept a diff's proposal as it is now (:GeminiAccept[!]).
+--- Accept a diff's proposal as it is now (:GeminiAccept[!]); `all [agent]`: every pending
+--- review of one agent.
 ---@param file? string
 ---@param force? boolean `!`: also when the file changed on disk; write an orphaned proposal.
 function M.accept(file, force)
-  local diff = target.pick(file)
-  if diff then
+  H.settle(file, function(diff)
     lifecycle.accept(diff, force == true)
-  end
+  end, 'accepted')
 end
 
---- Reject a diff (:GeminiReject).
+--- Reject a diff (:GeminiReject); `all [agent]`: every pending review of one agent.
 ---@param file? string
 function M.reject(file)
-  local diff = target.pick(file)
-  if diff then
-    lifecycle.reject(diff)
-  end
+  H.settle(file, lifecycle.reject, 'rejected')
 end
 
 --- A `gemini://` buffer read with no live diff behind it (a restored session, a typed
@@ -174,11 +171,14 @@ function M.sweep_stray()
   stray.sweep()
 end
 
---- Completion for :GeminiAccept / :GeminiReject.
+--- Completion for :GeminiAccept / :GeminiReject: the files under review and `all`; after
+--- `all `, the agents.
 ---@param lead string
+---@param line? string
 ---@return string[]
-function M.complete(lead)
-  local names = vim.tbl_map(view.display, M.files())
+function M.complete(lead, line)
+  local names = (line or ''):match('^%S+%s+all%s') and target.agents()
+    or vim.list_extend({ 'all' }, vim.tbl_map(view.display, M.files()))
   return vim.tbl_filter(function(name)
     return vim.startswith(name, lead)
   end, names)
@@ -228,6 +228,29 @@ function H.open(spec)
     modeline = false,
     data = { file = diff.path, agent = diff.agent },
   })
+end
+
+--- Act on the review `arg` means, or on each of `all [agent]` (and say how many it settled).
+---@param arg? string
+---@param act fun(diff: gemini_companion.Diff)
+---@param done string
+function H.settle(arg, act, done)
+  local all = target.all(arg)
+  if not all then
+    local diff = target.pick(arg)
+    if diff then
+      act(diff)
+    end
+    return
+  end
+  local count = 0
+  for _, diff in ipairs(all) do
+    act(diff)
+    count = count + (diff.done and 1 or 0)
+  end
+  if #all > 0 then
+    message.notify(('%s %d of %d pending reviews by %s'):format(done, count, #all, all[1].agent or 'the agent'))
+  end
 end
 
 --- The host replaces its own review of a file (it has told that client); an orphan is the
