@@ -94,6 +94,34 @@ def settle(review: Review, path: Path) -> None:
     )
 
 
+def placed(editor_factory, gemini_factory, sandbox, diff: dict[str, Any]) -> tuple[Review, list[Any], Path, int]:
+    """A review of a.txt opened with `diff` options; the layout before it."""
+    editor = editor_with_agent(editor_factory, sandbox, diff)
+    review = connected(editor, gemini_factory)
+    before = editor.lua(LAYOUT)
+    target = Path(os.path.realpath(sandbox.project)) / "a.txt"
+    write(target, ORIGINAL)
+    return review, before, target, review.open(target, PROPOSED)
+
+
+def accept_then_reject(review: Review, target: Path, request: int, before: list[Any], enter: Any) -> None:
+    """`:w` (the first hunk taken back) then, in a new review, `:q`: exact, and the layout as before."""
+    editor = review.editor
+    editor.nvim.input(":w\r")
+    assert review.outcome(request) == {"status": "accepted", "content": TAKEN_BACK}
+    settle(review, target)
+    assert target.read_bytes() == ORIGINAL, "the plugin never writes the file: the CLI does"
+    mine_is_intact(editor)
+    request = review.open(target, PROPOSED)
+    enter()
+    editor.nvim.input(":q\r")
+    assert review.outcome(request)["status"] == "rejected"
+    settle(review, target)
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    assert editor.lua(LAYOUT) == before, "the same windows, buffers, sizes and winbars as before the reviews"
+    mine_is_intact(editor)
+
+
 def mine_is_intact(editor: Editor) -> None:
     state = editor.lua(
         "local b = vim.fn.bufnr(...) return { lines = vim.api.nvim_buf_get_lines(b, 0, -1, false),"
@@ -105,13 +133,8 @@ def mine_is_intact(editor: Editor) -> None:
 
 @pytest.mark.parametrize("diff", PLACEMENTS)
 def test_each_placement_accepts_takes_back_and_rejects_exactly(editor_factory, gemini_factory, sandbox, project, diff):
-    editor = editor_with_agent(editor_factory, sandbox, diff)
-    review = connected(editor, gemini_factory)
-    before = editor.lua(LAYOUT)
-    target = project / "a.txt"
-    write(target, ORIGINAL)
-
-    request = review.open(target, PROPOSED)
+    review, before, target, request = placed(editor_factory, gemini_factory, sandbox, diff)
+    editor = review.editor
     info = review.info(target)
     assert info
     now = editor.lua(LAYOUT)
@@ -139,21 +162,7 @@ def test_each_placement_accepts_takes_back_and_rejects_exactly(editor_factory, g
     editor.nvim.command("1")
     editor.nvim.input("do")  # the first hunk goes back to the file's text
     wait_for(lambda: review.proposal_lines(target)[0] == "one", what="the hunk taken back")
-    editor.nvim.input(":w\r")
-    assert review.outcome(request) == {"status": "accepted", "content": TAKEN_BACK}
-    settle(review, target)
-    assert target.read_bytes() == ORIGINAL, "the plugin never writes the file: the CLI does"
-    mine_is_intact(editor)
-
-    request = review.open(target, PROPOSED)
-    review.proposal_window(target)
-    editor.nvim.input(":q\r")
-    assert review.outcome(request)["status"] == "rejected"
-    settle(review, target)
-    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
-    after = editor.lua(LAYOUT)
-    assert after == before, "the same windows, buffers, sizes and winbars as before the reviews"
-    mine_is_intact(editor)
+    accept_then_reject(review, target, request, before, lambda: review.proposal_window(target))
 
 
 def test_the_winbar_is_on_review_windows_only_and_the_users_comes_back(
@@ -241,3 +250,39 @@ def test_a_file_named_all_under_review_is_that_file(review, project):
     review.editor.nvim.command("tabfirst")
     review.editor.nvim.command("GeminiAccept all")
     assert review.outcome(request) == {"status": "accepted", "content": "y\n"}
+
+
+@pytest.mark.parametrize("new_tab", [True, False], ids=["tab", "current"])
+def test_the_unified_preview_accepts_takes_back_and_rejects_exactly(
+    editor_factory, gemini_factory, sandbox, project, new_tab
+):
+    diff = {"open_in_new_tab": new_tab, "layout": "unified"}
+    review, before, target, request = placed(editor_factory, gemini_factory, sandbox, diff)
+    editor = review.editor
+    wins = editor.lua(LAYOUT)
+    preview = [
+        w for w in wins if editor.lua("return vim.api.nvim_buf_get_name(...)", w["buf"]).startswith("gemini://unified")
+    ]
+    assert len(preview) == 1 and not preview[0]["diff"], "one window, no diff mode"
+    assert editor.lua("return vim.api.nvim_get_current_win()") == preview[0]["win"]
+    assert ":w accept · :q reject · do take a hunk back" in preview[0]["winbar"]
+    assert (tabs := editor.lua("return #vim.api.nvim_list_tabpages()")) == (2 if new_tab else 1), tabs
+    if not new_tab:
+        assert any(w["terminal"] for w in wins), "the agent's window stays visible"
+    lines = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+    assert lines == [
+        "@@ -1,4 +1,4 @@", "-one", "+ONE", " two", " three", " four",
+        "@@ -7,4 +7,4 @@", " seven", " eight", " nine", "-ten", "+TEN",
+    ]  # fmt: skip
+    assert editor.lua("return { vim.bo.modifiable, vim.bo.modified }") == [False, True], "read-only, unsaved work"
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 2, "on the first change"
+    editor.nvim.input("]c")
+    wait_for(lambda: editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 11, what="]c to the next change")
+    editor.nvim.input("[c")
+    wait_for(lambda: editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 2, what="[c back")
+    editor.nvim.input("do")
+    wait_for(lambda: review.proposal_lines(target)[0] == "one", what="the change taken back")
+    assert editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)") == [
+        "@@ -7,4 +7,4 @@", " seven", " eight", " nine", "-ten", "+TEN",
+    ]  # fmt: skip
+    accept_then_reject(review, target, request, before, lambda: None)

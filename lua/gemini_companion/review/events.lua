@@ -5,6 +5,7 @@ local lifecycle = require('gemini_companion.review.lifecycle')
 local message = require('gemini_companion.message')
 local placement = require('gemini_companion.review.placement')
 local stray = require('gemini_companion.review.stray')
+local unified = require('gemini_companion.review.unified')
 local view = require('gemini_companion.review.view')
 local winbar = require('gemini_companion.review.winbar')
 local write_origin = require('gemini_companion.review.write_origin')
@@ -19,10 +20,12 @@ function M.attach(diff)
   local function on(events, buf, callback)
     vim.api.nvim_create_autocmd(events, { group = diff.group, buffer = buf, callback = callback })
   end
-  on('BufWriteCmd', diff.proposal, function()
+  -- The buffer the user answers in: the proposal, or the unified preview of it.
+  local shown = diff.unified or diff.proposal
+  on('BufWriteCmd', shown, function()
     H.on_write(diff)
   end)
-  for _, buf in ipairs({ diff.proposal, diff.original }) do
+  for _, buf in ipairs({ diff.proposal, diff.original, diff.unified }) do
     on('BufReadCmd', buf, function()
       H.on_read(diff, buf)
     end)
@@ -35,25 +38,25 @@ function M.attach(diff)
   end
   -- `:q` in the proposal's window, or a window of the review tab closed from inside it
   -- (`:close`, `:tabclose`, `:only`): on purpose. From elsewhere (`:tabonly`): a side effect.
-  on('QuitPre', diff.proposal, function()
+  on('QuitPre', shown, function()
     diff.closing = 'close'
   end)
   vim.api.nvim_create_autocmd('WinClosed', {
     group = diff.group,
     callback = function(ev)
       local win = tonumber(ev.match)
-      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == diff.proposal then
+      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == shown then
         diff.closing = diff.closing or (H.from_inside(diff) and 'close' or 'side')
       end
     end,
   })
   -- Decided once the command is done: `:e!` unloads and reloads in place.
-  on({ 'BufWinLeave', 'BufUnload' }, diff.proposal, function(ev)
+  on({ 'BufWinLeave', 'BufUnload' }, shown, function(ev)
     if ev.event == 'BufUnload' and not diff.closing then
       diff.closing = 'close' -- `:bd!`, `:bw`, `:q!`: the buffer itself was removed on purpose
     end
     vim.schedule(function()
-      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(diff.proposal) then
+      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(shown) then
         diff.closing = nil -- reloaded (`:e!`), not removed
         return
       end
@@ -120,7 +123,7 @@ end
 ---@param diff gemini_companion.Diff
 function H.on_write(diff)
   local target = vim.fn.expand('<amatch>')
-  if target ~= diff.names.proposal then -- `:saveas` has renamed the buffer by now: the stored name
+  if target ~= (diff.unified and diff.names.unified or diff.names.proposal) then -- `:saveas` renamed it: the stored name
     H.write_copy(diff, target)
     return
   end
@@ -137,11 +140,12 @@ end
 ---@param diff gemini_companion.Diff
 ---@param buf integer
 function H.on_read(diff, buf)
-  if buf == diff.proposal then
-    lifecycle.set_proposal(diff, diff.proposed)
-  else
+  if buf == diff.original then
     view.set_text(diff.original, diff.current)
+  else
+    lifecycle.set_proposal(diff, diff.proposed)
   end
+  unified.render(diff)
   vim.cmd('diffupdate')
 end
 
@@ -151,7 +155,9 @@ end
 ---@param buf integer
 function H.on_rename(diff, buf)
   vim.schedule(function() -- once `:saveas` is done with the buffer (and has written the copy)
-    local want = buf == diff.proposal and diff.names.proposal or diff.names.original
+    local want = buf == diff.proposal and diff.names.proposal
+      or buf == diff.unified and diff.names.unified
+      or diff.names.original
     if diff.done or not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_buf_get_name(buf) == want then
       return
     end
@@ -167,7 +173,7 @@ end
 --- that went as a side effect of another command comes back instead of losing the edits.
 ---@param diff gemini_companion.Diff
 function H.on_hidden(diff)
-  if diff.done or #vim.fn.win_findbuf(diff.proposal) > 0 then
+  if diff.done or #vim.fn.win_findbuf(diff.unified or diff.proposal) > 0 then
     return -- shown again already (`:e!` reloads in place)
   end
   local closing = diff.closing

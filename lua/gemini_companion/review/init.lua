@@ -35,6 +35,7 @@ local message = require('gemini_companion.message')
 local placement = require('gemini_companion.review.placement')
 local stray = require('gemini_companion.review.stray')
 local target = require('gemini_companion.review.target')
+local unified = require('gemini_companion.review.unified')
 local view = require('gemini_companion.review.view')
 
 local M = {}
@@ -112,6 +113,7 @@ function M.original_changed(id, original, problem)
   diff.current = view.split(original)
   diff.is_new = original.is_new
   view.set_text(diff.original, diff.current)
+  unified.render(diff)
   view.set_headers(diff)
   message.notify(('%s changed on disk: the diff now shows its new content'):format(view.display(diff.path)), 'warn')
 end
@@ -210,7 +212,8 @@ function H.open(spec)
   if diff.own_tab then
     vim.t[diff.tab].gemini_companion_agent = diff.agent -- for tablines: whose proposal this tab is
   end
-  vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #diff.proposed), 0 })
+  local line = diff.unified and unified.first_change(diff) or math.min(spec.first_change, #diff.proposed)
+  vim.api.nvim_win_set_cursor(proposal_win, { line, 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')
   end)

@@ -40,7 +40,7 @@ local H = {}
 ---@field orphaned string? Why no agent waits for this proposal any more.
 ---@field original integer Buffer: the file as it is.
 ---@field proposal integer Buffer: the proposal.
----@field names {original: string, proposal: string}
+---@field names {original: string, proposal: string, unified: string?}
 ---@field tick integer The proposal's changedtick when its text was last set by us.
 ---@field tab integer The review's tab, or the tab it opened in beside the user's windows.
 ---@field own_tab boolean? It has a tab of its own (`diff.open_in_new_tab`).
@@ -134,9 +134,12 @@ function M.finish(diff, outcome)
     diff.poll:stop()
     diff.poll:close()
   end
-  if vim.api.nvim_buf_is_valid(diff.proposal) then
-    vim.bo[diff.proposal].modified = false -- nothing left to save: nothing may stop it closing
+  for _, buf in ipairs({ diff.proposal, diff.unified }) do
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.bo[buf].modified = false -- nothing left to save: nothing may stop it closing
+    end
   end
+  require('gemini_companion.review.unified').forget(diff)
   vim.schedule(function()
     H.cleanup(diff, outcome)
   end)

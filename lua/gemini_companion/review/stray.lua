@@ -44,6 +44,9 @@ function M.owned()
   local owned = {}
   for _, diff in pairs(lifecycle.diffs) do
     owned[diff.proposal], owned[diff.original] = true, true
+    if diff.unified then
+      owned[diff.unified] = true
+    end
   end
   return owned
 end
