@@ -4,10 +4,8 @@
 local lifecycle = require('gemini_companion.review.lifecycle')
 local message = require('gemini_companion.message')
 local placement = require('gemini_companion.review.placement')
-local stray = require('gemini_companion.review.stray')
 local unified = require('gemini_companion.review.unified')
 local view = require('gemini_companion.review.view')
-local winbar = require('gemini_companion.review.winbar')
 local write_origin = require('gemini_companion.review.write_origin')
 
 local M = {}
@@ -72,9 +70,6 @@ function M.track()
   end
   global_group = vim.api.nvim_create_augroup('gemini_companion_diffs', { clear = true })
   write_origin.track(global_group)
-  winbar.track(global_group, function(buf)
-    return stray.owned()[buf] == true
-  end)
   -- Review buffers are not files: no diagnostics on them, no rename edits into them.
   vim.api.nvim_create_autocmd('LspAttach', {
     group = global_group,

@@ -1,8 +1,8 @@
 --- A review's rendering: its buffers, winbars and highlighting (placement.lua opens its windows).
 --- Buffers are named and filled through the API only: nothing in a path is parsed as Ex.
-local winbar = require('gemini_companion.review.winbar')
 
 local M = {}
+local H = {}
 
 ---@param path string
 ---@return string
@@ -101,12 +101,12 @@ function M.set_headers(diff)
   end
   for _, shown in ipairs({ diff.proposal, diff.unified }) do
     for _, win in ipairs(vim.fn.win_findbuf(shown)) do
-      winbar.set(win, M.bar(header))
+      H.winbar(win, M.bar(header))
     end
   end
   local original = diff.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
   for _, win in ipairs(vim.fn.win_findbuf(diff.original)) do
-    winbar.set(win, M.bar(original:format(name)))
+    H.winbar(win, M.bar(original:format(name)))
   end
 end
 
@@ -160,6 +160,15 @@ function M.highlight(diff)
     return
   end
   vim.bo[diff.original].syntax = filetype
+end
+
+--- The winbar of the review's buffer in `win` only (`:setlocal`): a buffer that comes into the
+--- window after it (`:e other`, `:b#`) has the window's own winbar, as Vim keeps window options
+--- per buffer.
+---@param win integer
+---@param text string
+function H.winbar(win, text)
+  vim.api.nvim_set_option_value('winbar', text, { scope = 'local', win = win })
 end
 
 return M
