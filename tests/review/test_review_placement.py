@@ -274,3 +274,35 @@ def test_the_unified_preview_accepts_takes_back_and_rejects_exactly(
         "@@ -7,4 +7,4 @@", " seven", " eight", " nine", "-ten", "+TEN",
     ]  # fmt: skip
     accept_then_reject(review, target, request, before, lambda: None)
+
+
+def test_current_tab_only_in_the_users_window_keeps_an_edited_review_and_diffs_never_mix(
+    editor_factory, gemini_factory, sandbox, project
+):
+    editor = editor_with_agent(editor_factory, sandbox, {"open_in_new_tab": False})
+    first, second = connected(editor, gemini_factory), connected(editor, gemini_factory)
+    a, b = project / "a.txt", project / "b.txt"
+    write(a, b"a\n")
+    write(b, b"b\n")
+    to_a = first.open(a, "A\x00\n")  # a NUL byte is data
+    to_b = second.open(b, "B\n")
+    info_a, info_b = first.info(a), second.info(b)
+    assert info_a and info_b
+    assert info_a["tab"] == editor.lua("return vim.api.nvim_list_tabpages()[1]"), "the first beside the agent"
+    assert info_a["tab"] != info_b["tab"], "the second review's diff would mix with the first's: a tab of its own"
+
+    edit_here = "vim.api.nvim_set_current_win(vim.fn.win_findbuf(...)[1]) vim.cmd('normal! Goedited')"
+    editor.lua(edit_here, info_a["proposal"])
+    editor.nvim.command("tabfirst")
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(vim.fn.bufnr(...))[1])", str(project / "mine.txt"))
+    editor.nvim.command("only")  # from the user's window: a side effect, the edited proposal comes back
+    wait_for(lambda: first.info(a) and first.info(a)["edited"], what="the edited review kept")
+    assert "stays in review" in editor.messages()
+    first.proposal_window(a)
+    editor.nvim.input(":w\r")
+    assert first.outcome(to_a) == {"status": "accepted", "content": "A\x00\nedited\n"}
+    second.proposal_window(b)
+    editor.nvim.input(":q\r")
+    assert second.outcome(to_b)["status"] == "rejected"
+    assert a.read_bytes() == b"a\n" and b.read_bytes() == b"b\n"
+    mine_is_intact(editor)
