@@ -306,3 +306,33 @@ def test_current_tab_only_in_the_users_window_keeps_an_edited_review_and_diffs_n
     assert second.outcome(to_b)["status"] == "rejected"
     assert a.read_bytes() == b"a\n" and b.read_bytes() == b"b\n"
     mine_is_intact(editor)
+
+
+def test_the_unified_preview_follows_the_disk_e_bang_and_refuses_a_write_from_elsewhere(editor_factory, gemini_factory):
+    editor = editor_factory(setup={"diff": {"layout": "unified"}})
+    editor.wait_state("running")
+    review = connected(editor, gemini_factory)
+    target = Path(os.path.realpath(editor.sandbox.project)) / "s.txt"
+    write(target, b"one\ntwo\n")
+    request = review.open(target, "one\nTWO\n")
+    info = review.info(target)
+    assert info and info["unified"]
+    preview = "return vim.api.nvim_buf_get_lines(..., 0, -1, false)"
+    assert editor.lua(preview, info["unified"]) == ["@@ -1,2 +1,2 @@", " one", "-two", "+TWO"]
+    editor.nvim.input("do")
+    wait_for(lambda: editor.lua(preview, info["unified"]) == [""], what="the change taken back")
+    editor.nvim.command("edit!")  # the agent's whole proposal again
+    assert editor.lua(preview, info["unified"]) == ["@@ -1,2 +1,2 @@", " one", "-two", "+TWO"]
+
+    editor.nvim.command("tabfirst")
+    editor.nvim.command("wall")  # from another window: not the user's answer
+    assert review.info(target) and "was not accepted" in editor.messages()
+
+    write(target, b"zero\none\ntwo\n")  # changed on disk: the preview follows, accepting needs !
+    new_file = ["@@ -1,3 +1,2 @@", "-zero", " one", "-two", "+TWO"]
+    wait_for(lambda: editor.lua(preview, info["unified"]) == new_file, what="the preview of the new file")
+    editor.nvim.command("tablast")
+    editor.nvim.input(":w\r")
+    wait_for(lambda: "changed on disk since the agent read it" in editor.messages(), what="the stale warning")
+    editor.nvim.command("GeminiAccept!")
+    assert review.outcome(request) == {"status": "accepted", "content": "one\nTWO\n"}

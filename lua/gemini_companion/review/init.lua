@@ -25,7 +25,8 @@
 --- This module is the public face (opening a review, the host's and the commands' entry points);
 --- lifecycle.lua ends each review once, events.lua wires its buffers, write_origin.lua tells the
 --- user's write from others', target.lua picks the review a command means, stray.lua sweeps
---- leftover buffers, view.lua renders, disk.lua watches the file.
+--- leftover buffers, view.lua renders, placement.lua opens the windows where the user chose,
+--- unified.lua is the one-buffer preview, disk.lua watches the file.
 local config = require('gemini_companion.config')
 local disk = require('gemini_companion.review.disk')
 local events = require('gemini_companion.review.events')
@@ -188,7 +189,7 @@ end
 
 --- For tests and statuslines: buffers, tab and state of the diff for `path`.
 ---@param path string
----@return {tab: integer, original: integer, proposal: integer, orphaned: string?, stale: string?, edited: boolean}?
+---@return {tab: integer, original: integer, proposal: integer, unified: integer?, orphaned: string?, stale: string?, edited: boolean}?
 function M.info(path)
   local diff = M.find(path)
   if diff then
@@ -196,6 +197,7 @@ function M.info(path)
       tab = diff.tab,
       original = diff.original,
       proposal = diff.proposal,
+      unified = diff.unified,
       orphaned = diff.orphaned,
       stale = diff.stale,
       edited = lifecycle.edited(diff),
