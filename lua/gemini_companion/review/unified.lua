@@ -64,10 +64,19 @@ function M.render(diff)
   if not buf or not vim.api.nvim_buf_is_valid(buf) then
     return
   end
-  local old = diff.is_new and {} or diff.current
   local new = vim.api.nvim_buf_get_lines(diff.proposal, 0, -1, false)
-  local state = { hunks = H.hunks(old, new), owner = {} }
-  local lines = H.lines(state, old, new)
+  H.draw(diff, H.hunks(H.old(diff), new))
+end
+
+--- Fill the preview with `hunks` (the proposal's lines read for the `+` lines only).
+---@param diff gemini_companion.Diff
+---@param hunks gemini_companion.Hunk[]
+function H.draw(diff, hunks)
+  local buf = assert(diff.unified)
+  local state = { hunks = hunks, owner = {} }
+  local lines = H.lines(state, H.old(diff), function(hunk)
+    return vim.api.nvim_buf_get_lines(diff.proposal, hunk.new_before, hunk.new_before + hunk.new_count, false)
+  end)
   shown[diff.handle] = state
   view.set_text(buf, lines)
   vim.bo[buf].modifiable = false
@@ -89,8 +98,16 @@ function M.forget(diff)
   shown[diff.handle] = nil
 end
 
+--- The file's lines the preview compares with.
+---@param diff gemini_companion.Diff
+---@return string[]
+function H.old(diff)
+  return diff.is_new and {} or diff.current
+end
+
 --- `do`: the proposal's lines of the change at (else below, else above) the cursor become the
---- file's lines again.
+--- file's lines again. The other changes stay as they were, shifted: no new diff of the file, so
+--- its cost is the preview's, not the file's.
 ---@param diff gemini_companion.Diff
 function H.take_back(diff)
   local state = shown[diff.handle]
@@ -98,12 +115,14 @@ function H.take_back(diff)
   if not index or diff.done then
     return
   end
-  local hunk = state.hunks[index]
-  local old = diff.is_new and {} or diff.current
-  local back = vim.list_slice(old, hunk.old_before + 1, hunk.old_before + hunk.old_count)
+  local hunk = table.remove(state.hunks, index)
+  local back = vim.list_slice(H.old(diff), hunk.old_before + 1, hunk.old_before + hunk.old_count)
   vim.api.nvim_buf_set_lines(diff.proposal, hunk.new_before, hunk.new_before + hunk.new_count, false, back)
+  for i = index, #state.hunks do
+    state.hunks[i].new_before = state.hunks[i].new_before + hunk.old_count - hunk.new_count
+  end
   local row = vim.api.nvim_win_get_cursor(0)[1]
-  M.render(diff)
+  H.draw(diff, state.hunks)
   vim.api.nvim_win_set_cursor(0, { math.max(1, math.min(row, vim.api.nvim_buf_line_count(diff.unified))), 0 })
 end
 
@@ -173,7 +192,7 @@ end
 --- The preview's lines: groups of changes closer than twice the context, each under its header.
 ---@param state gemini_companion.UnifiedState
 ---@param old string[]
----@param new string[]
+---@param new fun(hunk: gemini_companion.Hunk): string[] The proposal's lines of a hunk.
 ---@return string[]
 function H.lines(state, old, new)
   local lines, hunks = {}, state.hunks
@@ -205,8 +224,8 @@ function H.lines(state, old, new)
       for n = hunk.old_before + 1, hunk.old_before + hunk.old_count do
         add('-' .. old[n], k)
       end
-      for n = hunk.new_before + 1, hunk.new_before + hunk.new_count do
-        add('+' .. new[n], k)
+      for _, line in ipairs(new(hunk)) do
+        add('+' .. line, k)
       end
       at = hunk.old_before + hunk.old_count
     end
