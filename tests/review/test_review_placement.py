@@ -336,3 +336,21 @@ def test_the_unified_preview_follows_the_disk_e_bang_and_refuses_a_write_from_el
     wait_for(lambda: "changed on disk since the agent read it" in editor.messages(), what="the stale warning")
     editor.nvim.command("GeminiAccept!")
     assert review.outcome(request) == {"status": "accepted", "content": "one\nTWO\n"}
+
+
+def test_current_tab_in_the_background_leaves_the_cursor_where_it_was(editor_factory, gemini_factory, sandbox):
+    editor = editor_with_agent(editor_factory, sandbox, {"open_in_new_tab": False, "focus": False})
+    review = connected(editor, gemini_factory)
+    mine = editor.lua("return vim.api.nvim_get_current_win()")
+    target = Path(os.path.realpath(sandbox.project)) / "bg.txt"
+    write(target, b"x\n")
+    request = review.open(target, "y\n")
+    assert editor.lua("return vim.api.nvim_get_current_win()") == mine
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    assert "review it beside you" in editor.messages()
+    info = review.info(target)
+    assert info and editor.lua("return #vim.fn.win_findbuf(...)", info["proposal"]) == 1
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    editor.nvim.command("GeminiReject")  # from the user's window: the review of this tab
+    assert review.outcome(request)["status"] == "rejected"
+    mine_is_intact(editor)

@@ -334,9 +334,9 @@ function H.focus(diff)
   if diff.return_to_terminal then
     vim.cmd.startinsert()
   end
-  local tab = vim.api.nvim_tabpage_get_number(diff.tab)
+  local where = diff.own_tab and ('in tab %d'):format(vim.api.nvim_tabpage_get_number(diff.tab)) or 'beside you'
   message.notify(
-    ('%s proposes a change to %s: review it in tab %d'):format(diff.agent or 'the agent', view.display(diff.path), tab)
+    ('%s proposes a change to %s: review it %s'):format(diff.agent or 'the agent', view.display(diff.path), where)
   )
 end
 
