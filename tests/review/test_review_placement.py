@@ -354,3 +354,18 @@ def test_current_tab_in_the_background_leaves_the_cursor_where_it_was(editor_fac
     editor.nvim.command("GeminiReject")  # from the user's window: the review of this tab
     assert review.outcome(request)["status"] == "rejected"
     mine_is_intact(editor)
+
+
+def test_qa_stops_at_a_pending_unified_preview(editor_factory, gemini_factory, sandbox):
+    editor = editor_factory(setup={"diff": {"layout": "unified"}})
+    editor.wait_state("running")
+    review = connected(editor, gemini_factory)
+    target = Path(os.path.realpath(sandbox.project)) / "q.txt"
+    write(target, b"x\n")
+    request = review.open(target, "y\n")
+    with pytest.raises(NvimError, match="E162|E37"):
+        editor.nvim.command("qa")
+    assert review.info(target), "still in review"
+    editor.nvim.input(":q\r")
+    assert review.outcome(request)["status"] == "rejected"
+    assert target.read_bytes() == b"x\n"
