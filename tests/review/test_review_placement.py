@@ -363,7 +363,7 @@ def test_qa_stops_at_a_pending_unified_preview(editor_factory, gemini_factory, s
     target = Path(os.path.realpath(sandbox.project)) / "q.txt"
     write(target, b"x\n")
     request = review.open(target, "y\n")
-    with pytest.raises(NvimError, match="E162|E37"):
+    with pytest.raises(NvimError, match=r"E162|E37"):
         editor.nvim.command("qa")
     assert review.info(target), "still in review"
     editor.nvim.input(":q\r")
