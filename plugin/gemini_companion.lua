@@ -45,9 +45,11 @@ for name, verb in pairs({ GeminiAccept = 'accept', GeminiReject = 'reject' }) do
   end, {
     nargs = '?',
     bang = true,
-    desc = ("gemini-companion: %s the proposed edit of [file] (default: this tab's or the only one)"):format(verb),
-    complete = function(lead)
-      return require('gemini_companion.review').complete(lead)
+    desc = ("gemini-companion: %s the proposed edit of [file] (default: this tab's or the only one), all [agent]"):format(
+      verb
+    ),
+    complete = function(lead, line)
+      return require('gemini_companion.review').complete(lead, line)
     end,
   })
 end

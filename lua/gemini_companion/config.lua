@@ -72,7 +72,8 @@
 ---@field normal string|false Leaves Terminal mode (as CTRL-\ CTRL-N does).
 
 ---@class gemini_companion.DiffConfig
----@field layout 'vertical'|'horizontal' Original and proposal side by side, or one above the other.
+---@field layout 'vertical'|'horizontal'|'unified' Original and proposal side by side, one above the other, or one read-only `+`/`-` buffer.
+---@field open_in_new_tab boolean A review of its own tab (false: in the current tab, beside the agent's window).
 ---@field focus boolean Switch to a diff's tab when it opens (false: open it in the background and say so).
 
 ---@class gemini_companion.ContextConfig
@@ -256,7 +257,13 @@ M.schema = {
   diff = {
     doc = 'How proposed edits are shown.',
     fields = {
-      layout = choice('Original and proposal side by side, or one above the other.', 'vertical', 'horizontal'),
+      layout = choice(
+        'Original and proposal side by side, one above the other, or one +/- buffer.',
+        'vertical',
+        'horizontal',
+        'unified'
+      ),
+      open_in_new_tab = { doc = 'A review of its own tab (false: the current tab).', default = true, check = BOOLEAN },
       focus = { doc = "Switch to a diff's tab when it opens.", default = true, check = BOOLEAN },
     },
   },

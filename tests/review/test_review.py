@@ -591,7 +591,8 @@ def test_stopping_the_server_rejects_open_reviews(review, project):
 
 def test_diff_options_are_validated(editor):
     set_options = "return {pcall(require('gemini_companion.config').set, ...)}"
-    for bad in ({"diff": {"layout": "diagonal"}}, {"diff": {"focus": "yes"}}, {"diff": 1}):
+    bad_options = [{"layout": "diagonal"}, {"focus": "yes"}, {"open_in_new_tab": 0}]
+    for bad in ({"diff": 1}, *({"diff": option} for option in bad_options)):
         ok, message = editor.lua(set_options, bad)
         assert not ok and "diff" in message, bad
     # An unknown key is dropped with a warning naming the nearest one, not raised (issue 32).
@@ -601,5 +602,6 @@ def test_diff_options_are_validated(editor):
     assert editor.lua(set_options, {"diff": {"layout": "horizontal"}}) == [True]
     assert editor.lua("return require('gemini_companion.config').options.diff") == {
         "layout": "horizontal",
+        "open_in_new_tab": True,
         "focus": True,
     }

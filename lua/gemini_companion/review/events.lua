@@ -3,6 +3,8 @@
 --- and the autocommands all reviews share.
 local lifecycle = require('gemini_companion.review.lifecycle')
 local message = require('gemini_companion.message')
+local placement = require('gemini_companion.review.placement')
+local unified = require('gemini_companion.review.unified')
 local view = require('gemini_companion.review.view')
 local write_origin = require('gemini_companion.review.write_origin')
 
@@ -16,38 +18,43 @@ function M.attach(review)
   local function on(events, buf, callback)
     vim.api.nvim_create_autocmd(events, { group = review.group, buffer = buf, callback = callback })
   end
-  on('BufWriteCmd', review.proposal, function()
+  -- The buffer the user answers in: the proposal, or the unified preview of it.
+  local shown = review.unified or review.proposal
+  on('BufWriteCmd', shown, function()
     H.on_write(review)
   end)
-  for _, buf in ipairs({ review.proposal, review.original }) do
+  for _, buf in ipairs({ review.proposal, review.original, review.unified }) do
     on('BufReadCmd', buf, function()
       H.on_read(review, buf)
     end)
     on('BufFilePost', buf, function()
       H.on_rename(review, buf)
     end)
+    on('BufWinEnter', buf, function() -- shown in another window too: the keys go with it
+      view.set_headers(review)
+    end)
   end
   -- `:q` in the proposal's window, or a window of the review tab closed from inside it
   -- (`:close`, `:tabclose`, `:only`): on purpose. From elsewhere (`:tabonly`): a side effect.
-  on('QuitPre', review.proposal, function()
+  on('QuitPre', shown, function()
     review.closing = 'close'
   end)
   vim.api.nvim_create_autocmd('WinClosed', {
     group = review.group,
     callback = function(ev)
       local win = tonumber(ev.match)
-      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == review.proposal then
-        review.closing = review.closing or (vim.api.nvim_get_current_tabpage() == review.tab and 'close' or 'side')
+      if win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == shown then
+        review.closing = review.closing or (H.from_inside(review) and 'close' or 'side')
       end
     end,
   })
   -- Decided once the command is done: `:e!` unloads and reloads in place.
-  on({ 'BufWinLeave', 'BufUnload' }, review.proposal, function(ev)
+  on({ 'BufWinLeave', 'BufUnload' }, shown, function(ev)
     if ev.event == 'BufUnload' and not review.closing then
       review.closing = 'close' -- `:bd!`, `:bw`, `:q!`: the buffer itself was removed on purpose
     end
     vim.schedule(function()
-      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(review.proposal) then
+      if ev.event == 'BufUnload' and vim.api.nvim_buf_is_loaded(shown) then
         review.closing = nil -- reloaded (`:e!`), not removed
         return
       end
@@ -76,6 +83,18 @@ function M.track()
   })
 end
 
+--- Is the user in the review (its tab, or in the current tab one of its windows)? A window closed
+--- from there is closed on purpose.
+---@param review gemini_companion.Review
+---@return boolean
+function H.from_inside(review)
+  if review.own_tab then
+    return vim.api.nvim_get_current_tabpage() == review.tab
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  return buf == review.proposal or buf == review.original or buf == review.unified
+end
+
 --- `:w file`, `:w! file`, `:saveas file`: write a copy of the proposal, as Vim would.
 ---@param review gemini_companion.Review
 ---@param target string
@@ -99,7 +118,7 @@ end
 ---@param review gemini_companion.Review
 function H.on_write(review)
   local target = vim.fn.expand('<amatch>')
-  if target ~= review.names.proposal then -- `:saveas` has renamed the buffer by now: the stored name
+  if target ~= (review.unified and review.names.unified or review.names.proposal) then -- `:saveas` renamed it: the stored name
     H.write_copy(review, target)
     return
   end
@@ -116,11 +135,12 @@ end
 ---@param review gemini_companion.Review
 ---@param buf integer
 function H.on_read(review, buf)
-  if buf == review.proposal then
-    lifecycle.set_proposal(review, review.proposed)
-  else
+  if buf == review.original then
     view.set_text(review.original, review.current)
+  else
+    lifecycle.set_proposal(review, review.proposed)
   end
+  unified.render(review)
   vim.cmd('diffupdate')
 end
 
@@ -130,7 +150,9 @@ end
 ---@param buf integer
 function H.on_rename(review, buf)
   vim.schedule(function() -- once `:saveas` is done with the buffer (and has written the copy)
-    local want = buf == review.proposal and review.names.proposal or review.names.original
+    local want = buf == review.proposal and review.names.proposal
+      or buf == review.unified and review.names.unified
+      or review.names.original
     if review.done or not vim.api.nvim_buf_is_valid(buf) or vim.api.nvim_buf_get_name(buf) == want then
       return
     end
@@ -146,7 +168,7 @@ end
 --- that went as a side effect of another command comes back instead of losing the edits.
 ---@param review gemini_companion.Review
 function H.on_hidden(review)
-  if review.done or #vim.fn.win_findbuf(review.proposal) > 0 then
+  if review.done or #vim.fn.win_findbuf(review.unified or review.proposal) > 0 then
     return -- shown again already (`:e!` reloads in place)
   end
   local closing = review.closing
@@ -159,7 +181,7 @@ function H.on_hidden(review)
   for _, win in ipairs(vim.fn.win_findbuf(review.original)) do
     pcall(vim.api.nvim_win_close, win, true)
   end
-  view.show(review, true)
+  placement.show(review, true)
   local tab = vim.api.nvim_tabpage_get_number(review.tab)
   message.notify(
     ('the proposal for %s has your edits: it stays in review in tab %d (:q there rejects it)'):format(

@@ -25,15 +25,18 @@
 --- This module is the public face (opening a review, the host's and the commands' entry points);
 --- lifecycle.lua ends each review once, events.lua wires its buffers, write_origin.lua tells the
 --- user's write from others', target.lua picks the review a command means, stray.lua sweeps
---- leftover buffers, view.lua renders, disk.lua watches the file.
+--- leftover buffers, view.lua renders, placement.lua opens the windows where the user chose,
+--- unified.lua is the one-buffer preview, disk.lua watches the file.
 local config = require('gemini_companion.config')
 local disk = require('gemini_companion.review.disk')
 local events = require('gemini_companion.review.events')
 local host = require('gemini_companion.host')
 local lifecycle = require('gemini_companion.review.lifecycle')
 local message = require('gemini_companion.message')
+local placement = require('gemini_companion.review.placement')
 local stray = require('gemini_companion.review.stray')
 local target = require('gemini_companion.review.target')
+local unified = require('gemini_companion.review.unified')
 local view = require('gemini_companion.review.view')
 
 local M = {}
@@ -111,6 +114,7 @@ function M.original_changed(id, original, problem)
   review.current = view.split(original)
   review.is_new = original.is_new
   view.set_text(review.original, review.current)
+  unified.render(review)
   view.set_headers(review)
   message.notify(('%s changed on disk: the diff now shows its new content'):format(view.display(review.path)), 'warn')
 end
@@ -142,23 +146,20 @@ function M.orphaned()
   end)
 end
 
---- Accept a review's proposal as it is now (:GeminiAccept[!]).
+--- Accept a review's proposal as it is now (:GeminiAccept[!]); `all [agent]`: every pending
+--- review of one agent.
 ---@param file? string
 ---@param force? boolean `!`: also when the file changed on disk; write an orphaned proposal.
 function M.accept(file, force)
-  local review = target.pick(file)
-  if review then
+  H.settle(file, function(review)
     lifecycle.accept(review, force == true)
-  end
+  end, 'accepted')
 end
 
---- Reject a review (:GeminiReject).
+--- Reject a review (:GeminiReject); `all [agent]`: every pending review of one agent.
 ---@param file? string
 function M.reject(file)
-  local review = target.pick(file)
-  if review then
-    lifecycle.reject(review)
-  end
+  H.settle(file, lifecycle.reject, 'rejected')
 end
 
 --- A `gemini://` buffer read with no live review behind it (a restored session, a typed
@@ -173,11 +174,14 @@ function M.sweep_stray()
   stray.sweep()
 end
 
---- Completion for :GeminiAccept / :GeminiReject.
+--- Completion for :GeminiAccept / :GeminiReject: the files under review and `all`; after
+--- `all `, the agents.
 ---@param lead string
+---@param line? string
 ---@return string[]
-function M.complete(lead)
-  local names = vim.tbl_map(view.display, M.files())
+function M.complete(lead, line)
+  local names = (line or ''):match('^%S+%s+all%s') and target.agents()
+    or vim.list_extend({ 'all' }, vim.tbl_map(view.display, M.files()))
   return vim.tbl_filter(function(name)
     return vim.startswith(name, lead)
   end, names)
@@ -185,7 +189,7 @@ end
 
 --- For tests and statuslines: buffers, tab and state of the review for `path`.
 ---@param path string
----@return {tab: integer, original: integer, proposal: integer, orphaned: string?, stale: string?, edited: boolean}?
+---@return {tab: integer, original: integer, proposal: integer, unified: integer?, orphaned: string?, stale: string?, edited: boolean}?
 function M.info(path)
   local review = M.find(path)
   if review then
@@ -193,6 +197,7 @@ function M.info(path)
       tab = review.tab,
       original = review.original,
       proposal = review.proposal,
+      unified = review.unified,
       orphaned = review.orphaned,
       stale = review.stale,
       edited = lifecycle.edited(review),
@@ -205,9 +210,12 @@ function H.open(spec)
   H.replace_older(spec.path)
   events.track()
   local review = H.new_review(spec)
-  local proposal_win = view.show(review, true)
-  vim.t[review.tab].gemini_companion_agent = review.agent -- for tablines: whose proposal this tab is
-  vim.api.nvim_win_set_cursor(proposal_win, { math.min(spec.first_change, #review.proposed), 0 })
+  local proposal_win = placement.show(review, true)
+  if review.own_tab then
+    vim.t[review.tab].gemini_companion_agent = review.agent -- for tablines: whose proposal this tab is
+  end
+  local line = review.unified and unified.first_change(review) or math.min(spec.first_change, #review.proposed)
+  vim.api.nvim_win_set_cursor(proposal_win, { line, 0 })
   vim.api.nvim_win_call(proposal_win, function()
     vim.cmd('normal! zvzz')
   end)
@@ -225,6 +233,29 @@ function H.open(spec)
     modeline = false,
     data = { file = review.path, agent = review.agent },
   })
+end
+
+--- Act on the review `arg` means, or on each of `all [agent]` (and say how many it settled).
+---@param arg? string
+---@param act fun(diff: gemini_companion.Review)
+---@param done string
+function H.settle(arg, act, done)
+  local all = target.all(arg)
+  if not all then
+    local review = target.pick(arg)
+    if review then
+      act(review)
+    end
+    return
+  end
+  local count = 0
+  for _, review in ipairs(all) do
+    act(review)
+    count = count + (review.done and 1 or 0)
+  end
+  if #all > 0 then
+    message.notify(('%s %d of %d pending reviews by %s'):format(done, count, #all, all[1].agent or 'the agent'))
+  end
 end
 
 --- The host replaces its own review of a file (it has told that client); an orphan is the
@@ -303,13 +334,9 @@ function H.focus(review)
   if review.return_to_terminal then
     vim.cmd.startinsert()
   end
-  local tab = vim.api.nvim_tabpage_get_number(review.tab)
+  local where = review.own_tab and ('in tab %d'):format(vim.api.nvim_tabpage_get_number(review.tab)) or 'beside you'
   message.notify(
-    ('%s proposes a change to %s: review it in tab %d'):format(
-      review.agent or 'the agent',
-      view.display(review.path),
-      tab
-    )
+    ('%s proposes a change to %s: review it %s'):format(review.agent or 'the agent', view.display(review.path), where)
   )
 end
 

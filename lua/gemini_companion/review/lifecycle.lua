@@ -40,9 +40,12 @@ local H = {}
 ---@field orphaned string? Why no agent waits for this proposal any more.
 ---@field original integer Buffer: the file as it is.
 ---@field proposal integer Buffer: the proposal.
----@field names {original: string, proposal: string}
+---@field names {original: string, proposal: string, unified: string?}
 ---@field tick integer The proposal's changedtick when its text was last set by us.
----@field tab integer
+---@field tab integer The review's tab, or the tab it opened in beside the user's windows.
+---@field own_tab boolean? It has a tab of its own (`diff.open_in_new_tab`).
+---@field sizes table<integer, integer[]>? The current tab's window sizes before the review opened there.
+---@field unified integer? Buffer: the unified preview (`diff.layout = 'unified'`).
 ---@field group integer Autocommand group of this review.
 ---@field poll uv.uv_timer_t? Watches the file while the review is open.
 ---@field closing 'close'|'side'? How the proposal's window is going away.
@@ -99,11 +102,12 @@ end
 ---@param outcome 'accepted'|'rejected'|'closed'
 function H.cleanup(review, outcome)
   local was_here = vim.api.nvim_get_current_tabpage() == review.tab
-  for _, buf in ipairs({ review.proposal, review.original }) do
+  for _, buf in ipairs({ review.proposal, review.original, review.unified }) do
     if vim.api.nvim_buf_is_valid(buf) then
       pcall(vim.api.nvim_buf_delete, buf, { force = true })
     end
   end
+  require('gemini_companion.review.placement').restore(review)
   -- Back to where the user was (the agent's terminal, typically), if they were reviewing.
   if was_here and outcome ~= 'closed' and vim.api.nvim_win_is_valid(review.return_win) then
     vim.api.nvim_set_current_win(review.return_win)
@@ -130,9 +134,12 @@ function M.finish(review, outcome)
     review.poll:stop()
     review.poll:close()
   end
-  if vim.api.nvim_buf_is_valid(review.proposal) then
-    vim.bo[review.proposal].modified = false -- nothing left to save: nothing may stop it closing
+  for _, buf in ipairs({ review.proposal, review.unified }) do
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.bo[buf].modified = false -- nothing left to save: nothing may stop it closing
+    end
   end
+  require('gemini_companion.review.unified').forget(review)
   vim.schedule(function()
     H.cleanup(review, outcome)
   end)
@@ -164,7 +171,9 @@ function M.orphan(review, why)
       review.names[kind] = old
     end
   end
-  vim.t[review.tab].gemini_companion_orphaned = why
+  if review.own_tab then
+    vim.t[review.tab].gemini_companion_orphaned = why
+  end
   view.set_headers(review)
 end
 

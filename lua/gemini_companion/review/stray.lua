@@ -44,6 +44,9 @@ function M.owned()
   local owned = {}
   for _, review in pairs(lifecycle.reviews) do
     owned[review.proposal], owned[review.original] = true, true
+    if review.unified then
+      owned[review.unified] = true
+    end
   end
   return owned
 end

@@ -1,8 +1,8 @@
---- A review's rendering: its two buffers, the tab and windows, winbars and highlighting.
+--- A review's rendering: its buffers, winbars and highlighting (placement.lua opens its windows).
 --- Buffers are named and filled through the API only: nothing in a path is parsed as Ex.
-local config = require('gemini_companion.config')
 
 local M = {}
+local H = {}
 
 ---@param path string
 ---@return string
@@ -94,17 +94,19 @@ function M.set_headers(review)
     table.insert(warnings, ('⚠ buffer %d has unsaved edits to this file'):format(buf))
   end
   local header = review.orphaned and 'Orphaned proposal: %s'
-    or 'Proposed by %s: %s  ·  :w accept  ·  :q reject  ·  do takes back a hunk'
+    or 'Proposed by %s: %s  ·  :w accept · :q reject · do take a hunk back'
   header = review.orphaned and header:format(name) or header:format(review.agent or 'the agent', name)
   if #warnings > 0 then
     header = header .. '  ' .. table.concat(warnings, '  ')
   end
-  for _, win in ipairs(vim.fn.win_findbuf(review.proposal)) do
-    vim.wo[win].winbar = M.bar(header)
+  for _, shown in ipairs({ review.proposal, review.unified }) do
+    for _, win in ipairs(vim.fn.win_findbuf(shown)) do
+      H.winbar(win, M.bar(header))
+    end
   end
   local original = review.is_new and 'New file: %s (does not exist yet)' or 'Current: %s (read-only, follows the disk)'
   for _, win in ipairs(vim.fn.win_findbuf(review.original)) do
-    vim.wo[win].winbar = M.bar(original:format(name))
+    H.winbar(win, M.bar(original:format(name)))
   end
 end
 
@@ -129,31 +131,6 @@ function M.rename(buf, name)
   local ok = pcall(vim.api.nvim_buf_set_name, buf, name)
   M.wipe_named(old, buf)
   return ok
-end
-
---- Open the tab: the original on the left, the proposal on the right, in diff mode.
----@param review gemini_companion.Review
----@param enter boolean
-function M.show(review, enter)
-  local options = config.options.diff
-  local from = vim.api.nvim_get_current_win()
-  -- Buffer numbers only: no path ever goes through an Ex command line.
-  vim.cmd('tab sbuffer ' .. review.original)
-  review.tab = vim.api.nvim_get_current_tabpage()
-  local original_win = vim.api.nvim_get_current_win()
-  -- Not `:sbuffer`: 'switchbuf' could turn that into yet another tab.
-  local side = options.layout == 'vertical' and 'right' or 'below'
-  local proposal_win = vim.api.nvim_open_win(review.proposal, true, { split = side, win = original_win })
-  for _, win in ipairs({ original_win, proposal_win }) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd('diffthis')
-    end)
-  end
-  M.set_headers(review)
-  if not enter and vim.api.nvim_win_is_valid(from) then
-    vim.api.nvim_set_current_win(from)
-  end
-  return proposal_win
 end
 
 --- The file's filetype, from its buffer when it has one (no detection). The proposal gets the
@@ -183,6 +160,15 @@ function M.highlight(review)
     return
   end
   vim.bo[review.original].syntax = filetype
+end
+
+--- The winbar of the review's buffer in `win` only (`:setlocal`): a buffer that comes into the
+--- window after it (`:e other`, `:b#`) has the window's own winbar, as Vim keeps window options
+--- per buffer.
+---@param win integer
+---@param text string
+function H.winbar(win, text)
+  vim.api.nvim_set_option_value('winbar', text, { scope = 'local', win = win })
 end
 
 return M
