@@ -408,12 +408,15 @@ function M.send(name, text, submit)
         return message.notify(err or '?', 'warn')
       end
       if submit then
-        -- Gemini turns an Enter within ~40 ms of a paste into a newline (more under load).
+        -- Gemini turns an Enter within ~40 ms of a paste into a newline (agents/submit.lua: and
+        -- when the machine holds it back, however late the Enter comes).
         vim.defer_fn(function()
           if running[name] == agent then
             -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
             host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
-            agent.provider.enter(agent)
+            require('gemini_companion.agents.submit').enter(agent, function()
+              return running[name] == agent
+            end)
           end
         end, SUBMIT_DELAY_MS)
       end

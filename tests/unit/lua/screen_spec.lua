@@ -18,6 +18,14 @@ local function says(name, state, what, prompt)
 end
 
 return {
+  the_input_box_says_whether_the_prompt_is_empty = function()
+    for _, cli in ipairs({ 'gemini', 'qwen' }) do
+      local idle, draft = screen.input(lines(cli .. '-idle')), screen.input(lines(cli .. '-draft'))
+      assert(idle and idle.empty, cli .. ': the idle prompt is empty')
+      assert(draft and not draft.empty and draft.text ~= idle.text, cli .. ': a draft is not')
+      assert(screen.input(lines(cli .. '-dialog-edit')) == nil, cli .. ': a dialog draws no input box')
+    end
+  end,
   the_input_box_alone_is_idle = function()
     says('gemini-idle', 'idle', nil, true)
     says('qwen-idle', 'idle', nil, true)

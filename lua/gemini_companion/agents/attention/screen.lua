@@ -16,6 +16,7 @@ local M = {}
 local BOTTOM = 120 -- lines read from the end: a dialog with a diff can fill a tall screen
 local FOOTER = 40 -- lines below the input box's rule: a footer, a hint, a draft of many lines
 local MAX_TEXT = 120 -- characters of what a CLI names, in a message
+local PLACEHOLDER = 'Type your message' -- both CLIs' empty prompt
 
 ---@param line string
 ---@return boolean
@@ -139,6 +140,30 @@ local function input_box(lines, last)
     end
   end
   return nil
+end
+
+--- The input box at the bottom of a CLI's screen: its lines, from its rule to the screen's last,
+--- and whether it shows the empty prompt's placeholder. nil when no input box is drawn (a dialog,
+--- another program).
+---@param lines string[]
+---@return {text: string, empty: boolean}?
+function M.input(lines)
+  local last = #lines
+  while last > 0 and vim.trim(lines[last]) == '' do
+    last = last - 1
+  end
+  local box = last > 0 and input_box(lines, last)
+  if not box then
+    return nil
+  end
+  local empty = false
+  for i = box + 1, last do
+    if lines[i]:find('^%s?>') then
+      empty = lines[i]:find(PLACEHOLDER, 1, true) ~= nil
+      break
+    end
+  end
+  return { text = table.concat(lines, '\n', box, last), empty = empty }
 end
 
 --- What the bottom of a CLI's screen says: 'waiting' (a dialog; and what it asks), 'working'
