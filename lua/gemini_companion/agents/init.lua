@@ -67,31 +67,6 @@ local function spec(name)
   return config.options.agents[name]
 end
 
-local PACKAGES = { ['@google/gemini-cli'] = 'gemini', ['@qwen-code/qwen-code'] = 'qwen' }
-
---- Which CLI a command runs and its version, from its npm package (Qwen reports a fixed
---- "1.0.0" when it connects): `qwen`, or `node …/cli.js`. Nothing for a wrapper script.
----@param cmd string[]
----@return ('gemini'|'qwen')? cli, string version
-local function cli_package(cmd)
-  for _, word in ipairs({ cmd[1], cmd[2] }) do
-    local found = vim.fn.exepath(word)
-    local path = vim.uv.fs_realpath(found ~= '' and found or word)
-    local dir = path and vim.fs.dirname(path)
-    for _ = 1, 3 do -- bin/cli.js, or bundle/gemini.js, below the package
-      if not dir then
-        break
-      end
-      local package = require('gemini_companion.json_file').read(dir .. '/package.json') or {}
-      if PACKAGES[package.name] then
-        return PACKAGES[package.name], type(package.version) == 'string' and package.version or ''
-      end
-      dir = vim.fs.dirname(dir)
-    end
-  end
-  return nil, ''
-end
-
 --- The agent's own discovery files and tokens (so the server knows which agent connects),
 --- and the environment that names them; {} while no server runs.
 ---@param agent gemini_companion.Agent
@@ -184,7 +159,7 @@ local function start(name, args, focus)
     provider = require('gemini_companion.agents.terminal.' .. provider),
     started = vim.uv.hrtime(),
   }
-  agent.cli, agent.version = cli_package(cmd)
+  agent.cli, agent.version = require('gemini_companion.agents.cli_package').of(cmd)
   local own = credentials(agent) -- first: it brings the server's latest environment
   local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
   if next(env) == nil then -- no server, no env of its own: an empty {} would reach jobstart as a List (E475)
@@ -419,78 +394,6 @@ function M.send(name, text, submit)
       end
     end)
   end)
-end
-
---- Split a command's words into a configured agent name (first word, optional) and the rest.
----@param words string[]
----@return string?, string[]
-local function agent_and_rest(words)
-  if words[1] and spec(words[1]) then
-    return words[1], vim.list_slice(words, 2)
-  end
-  return nil, words
-end
-
---- `:[range]GeminiSend[!] [agent] [prompt]`
----@param opts table
-function M.send_command(opts)
-  local prompt = require('gemini_companion.agents.prompt')
-  local name, words = agent_and_rest(opts.fargs)
-  local path = vim.api.nvim_buf_get_name(0)
-  if path == '' then
-    return message.notify('GeminiSend: this buffer has no file', 'error')
-  end
-  local lines, first, last = prompt.selection(opts)
-  local text = prompt.snippet(path, first, last, lines, vim.bo.filetype, table.concat(words, ' '))
-  M.send(name, text, opts.bang)
-end
-
---- `:GeminiAdd [agent] [path...]`: @references, or the current file / the file tree's node. Each
---- path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or an argument) is expanded.
---- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
---- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
---- the plain path, for the model's file tool).
----@param opts table
-function M.add_command(opts)
-  local prompt = require('gemini_companion.agents.prompt')
-  local at_path = require('gemini_companion.agents.at_path')
-  local name, paths = agent_and_rest(opts.fargs)
-  if #paths == 0 then
-    local current = prompt.current_path()
-    if not current then
-      return message.notify('GeminiAdd: no file here (give a path)', 'error')
-    end
-    paths = { current }
-  end
-  local agent, agent_spec = running[resolve(name)], spec(resolve(name))
-  local cli = agent and agent.cli or (agent_spec and cli_package(agent_spec.cmd))
-  local refs, reasons, refused = {}, {}, {} -- refused[reason]: names
-  for _, path in ipairs(paths) do
-    local form, why = nil, 'no such file'
-    if vim.uv.fs_stat(prompt.absolute(path)) then
-      form, why = at_path.form(path, cli)
-    end
-    if form then
-      table.insert(refs, form)
-    else
-      if not refused[why] then
-        refused[why] = {}
-        table.insert(reasons, why)
-      end
-      table.insert(refused[why], prompt.text(path, true))
-    end
-  end
-  if #reasons > 0 then
-    local names = {}
-    for _, why in ipairs(reasons) do
-      vim.list_extend(names, refused[why])
-    end
-    -- Brief: a hit-enter prompt would hold up the agent this may start. The reasons first, whole.
-    message.brief(('GeminiAdd: %s: '):format(table.concat(reasons, '; ')), 'warn', names)
-  end
-  if #refs > 0 then
-    M.send(name, table.concat(refs, ' ') .. ' ')
-  end
 end
 
 --- A new server (`:GeminiCompanion restart`, or the host came back): each agent's files now
