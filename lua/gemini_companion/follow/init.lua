@@ -165,6 +165,28 @@ function M.watched()
   return folder_count
 end
 
+--- Read the pending buffers' files soon: a burst of events is one read per file.
+function M.settle_soon()
+  timer = timer or vim.uv.new_timer()
+  if timer and not timer:is_active() then
+    timer:start(SETTLE_MS, 0, function()
+      local bufs, now, later = pending, vim.uv.now(), false
+      pending = {}
+      for buf in pairs(bufs) do
+        local entry = followed[buf]
+        if entry and entry.shown and now - entry.shown < MIN_GAP_MS then
+          pending[buf], later = true, true -- a file written all the time (a log): a few times a second
+        else
+          read(buf)
+        end
+      end
+      if later then
+        M.settle_soon()
+      end
+    end)
+  end
+end
+
 -- --- watching ----------------------------------------------------------------------------------
 
 --- A change in `folder`: its file `name` (nil: any of them) is read once the burst settles.
@@ -243,28 +265,6 @@ function watch(buf, entry)
 end
 
 -- --- reading and applying --------------------------------------------------------------------
-
---- Read the pending buffers' files soon: a burst of events is one read per file.
-function M.settle_soon()
-  timer = timer or vim.uv.new_timer()
-  if timer and not timer:is_active() then
-    timer:start(SETTLE_MS, 0, function()
-      local bufs, now, later = pending, vim.uv.now(), false
-      pending = {}
-      for buf in pairs(bufs) do
-        local entry = followed[buf]
-        if entry and entry.shown and now - entry.shown < MIN_GAP_MS then
-          pending[buf], later = true, true -- a file written all the time (a log): a few times a second
-        else
-          read(buf)
-        end
-      end
-      if later then
-        M.settle_soon()
-      end
-    end)
-  end
-end
 
 --- Read `buf`'s file off the main loop; the result is queued for the main loop.
 ---@param buf integer
