@@ -3,6 +3,7 @@
 --- (`terminal/*.lua`). Each starts with the server's environment, its own credentials
 --- (access.py) and Qwen's IDE defaults (qwen_defaults.lua), so it comes up connected.
 local config = require('gemini_companion.config')
+local connection = require('gemini_companion.agents.connection')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
@@ -67,30 +68,6 @@ local function spec(name)
   return config.options.agents[name]
 end
 
---- The agent's own discovery files and tokens (so the server knows which agent connects),
---- and the environment that names them; {} while no server runs.
----@param agent gemini_companion.Agent
----@return table<string, string>
-local function credentials(agent)
-  local status = require('gemini_companion.state').current
-  if not (status.running or status.state == 'starting') then
-    return {}
-  end
-  local got = host.request('agent_register', {
-    name = agent.name,
-    cli = agent.cli,
-    version = agent.version,
-    gemini_pid = agent.gemini_pid,
-    qwen_port = agent.qwen_port,
-  })
-  if type(got) ~= 'table' or type(got.env) ~= 'table' then
-    return {}
-  end
-  require('gemini_companion.state').update(got.snapshot) -- the env and Qwen defaults it names
-  agent.gemini_pid, agent.qwen_port, agent.port = got.gemini_pid, got.qwen_port, status.port
-  return got.env
-end
-
 ---@param agent gemini_companion.Agent
 ---@param code integer
 local function on_exit(agent, code)
@@ -105,21 +82,6 @@ local function on_exit(agent, code)
   end
   event('GeminiAgentExited', { agent = agent.name, code = code })
   agent.provider.exited(agent)
-end
-
---- The environment a terminal outside Neovim must be given: the server's (what Neovim's own
---- terminals inherit) and the Qwen defaults file.
----@return table<string, string>
-local function connection_env()
-  local env = {}
-  for key, value in pairs(require('gemini_companion.state').env) do
-    if value then
-      env[key] = value
-    end
-  end
-  local defaults = require('gemini_companion.env').qwen_system_defaults
-  env[defaults] = vim.env[defaults]
-  return env
 end
 
 --- The agent's command line, or why it cannot start.
@@ -160,8 +122,8 @@ local function start(name, args, focus)
     started = vim.uv.hrtime(),
   }
   agent.cli, agent.version = require('gemini_companion.agents.cli_package').of(cmd)
-  local own = credentials(agent) -- first: it brings the server's latest environment
-  local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
+  local own = connection.register(agent) -- first: it brings the server's latest environment
+  local env = vim.tbl_extend('force', connection.env(), own, agent_spec.env or {})
   if next(env) == nil then -- no server, no env of its own: an empty {} would reach jobstart as a List (E475)
     env = vim.empty_dict()
   end
@@ -406,7 +368,7 @@ local function rewire()
   local moved = {}
   for name, agent in pairs(running) do
     if agent.port and agent.port ~= status.port then
-      credentials(agent)
+      connection.register(agent)
       table.insert(moved, name)
     end
   end
