@@ -1,7 +1,8 @@
 --- Agents: Gemini CLI, Qwen Code (or any configured command), one process per name, shown and
 --- hidden without stopping it: in a Neovim terminal, a tmux pane or an external terminal
 --- (`terminal/*.lua`). Each starts with the server's environment, its own credentials
---- (access.py) and Qwen's IDE defaults (qwen_defaults.lua), so it comes up connected.
+--- (connection.lua, access.py) and Qwen's IDE defaults (qwen_defaults.lua), so it comes up connected.
+--- `:GeminiSend` and `:GeminiAdd` make their text in commands.lua.
 local config = require('gemini_companion.config')
 local connection = require('gemini_companion.agents.connection')
 local host = require('gemini_companion.host')
