@@ -85,7 +85,7 @@ end, {
   end,
 })
 vim.api.nvim_create_user_command('GeminiSend', function(opts)
-  agents().send_command(opts)
+  require('gemini_companion.agents.commands').send(opts)
 end, { nargs = '*', range = true, bang = true, desc = 'gemini-companion: send the selection to an agent' })
 vim.api.nvim_create_user_command('GeminiChanges', function(opts)
   require('gemini_companion.changes').command(opts.fargs)
@@ -97,7 +97,7 @@ end, {
   desc = 'gemini-companion: what agents changed ([turn], all, mark, revert [file], undo [turn])',
 })
 vim.api.nvim_create_user_command('GeminiAdd', function(opts)
-  agents().add_command(opts)
+  require('gemini_companion.agents.commands').add(opts)
 end, { nargs = '*', complete = 'file', desc = 'gemini-companion: add @file references to the prompt' })
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })

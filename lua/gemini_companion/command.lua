@@ -49,8 +49,8 @@ function M.status_lines()
   end
   add('open diffs', #s.diffs)
   add('Python host', s.python or host.python())
-  local diff = package.loaded['gemini_companion.review'] -- no diff was ever open otherwise
-  for i, path in ipairs(diff and diff.orphaned() or {}) do
+  local review = package.loaded['gemini_companion.review'] -- no review was ever open otherwise
+  for i, path in ipairs(review and review.orphaned() or {}) do
     add(i == 1 and 'orphaned diffs' or '', path .. ' (:GeminiAccept! writes it, :q drops it)')
   end
   return lines

@@ -245,9 +245,9 @@ def test_env_route_round_trips_a_diff_and_ends_cleanly(
     target = Path(os.path.realpath(sandbox.project)) / "a.txt"
     target.write_text("old\n")
     request = client.send("openDiff", filePath=str(target), newContent="new\n")
-    diff = "require('gemini_companion.review')"
-    wait_for(lambda: editor.lua(f"return {diff}.files()") == [str(target)], what="the diff tab")
-    editor.lua(f"{diff}.accept(...)", str(target))
+    review = "require('gemini_companion.review')"
+    wait_for(lambda: editor.lua(f"return {review}.files()") == [str(target)], what="the review tab")
+    editor.lua(f"{review}.accept(...)", str(target))
     reply = client.reply(request)
     assert reply == {"id": request, "ok": True, "result": {"status": "accepted", "content": "new\n"}}
 

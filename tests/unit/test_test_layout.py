@@ -25,3 +25,12 @@ def test_each_feature_folder_of_the_code_has_its_test_folder():
     code = {p.name for p in lua.iterdir() if p.is_dir() and not (lua / f"{p.name}.lua").exists()}
     tests = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()}
     assert code - tests == set()
+
+
+def test_the_readme_says_where_each_feature_test_folder_is():
+    """The README's "where is the test for X" sentence names every feature's test folder."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("Where is the test for X:")
+    sentence = " ".join(readme[start : readme.index(": `pytest -m e2e`", start)].split())
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()} - {"harness", "node", "__pycache__"}
+    assert {name for name in folders if f"`{name}`" not in sentence and f"`tests/{name}/`" not in sentence} == set()

@@ -1,8 +1,10 @@
 --- Agents: Gemini CLI, Qwen Code (or any configured command), one process per name, shown and
 --- hidden without stopping it: in a Neovim terminal, a tmux pane or an external terminal
 --- (`terminal/*.lua`). Each starts with the server's environment, its own credentials
---- (access.py) and Qwen's IDE defaults (qwen_defaults.lua), so it comes up connected.
+--- (connection.lua, access.py) and Qwen's IDE defaults (qwen_defaults.lua), so it comes up connected.
+--- `:GeminiSend` and `:GeminiAdd` make their text in commands.lua.
 local config = require('gemini_companion.config')
+local connection = require('gemini_companion.agents.connection')
 local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
@@ -67,55 +69,6 @@ local function spec(name)
   return config.options.agents[name]
 end
 
-local PACKAGES = { ['@google/gemini-cli'] = 'gemini', ['@qwen-code/qwen-code'] = 'qwen' }
-
---- Which CLI a command runs and its version, from its npm package (Qwen reports a fixed
---- "1.0.0" when it connects): `qwen`, or `node …/cli.js`. Nothing for a wrapper script.
----@param cmd string[]
----@return ('gemini'|'qwen')? cli, string version
-local function cli_package(cmd)
-  for _, word in ipairs({ cmd[1], cmd[2] }) do
-    local found = vim.fn.exepath(word)
-    local path = vim.uv.fs_realpath(found ~= '' and found or word)
-    local dir = path and vim.fs.dirname(path)
-    for _ = 1, 3 do -- bin/cli.js, or bundle/gemini.js, below the package
-      if not dir then
-        break
-      end
-      local package = require('gemini_companion.json_file').read(dir .. '/package.json') or {}
-      if PACKAGES[package.name] then
-        return PACKAGES[package.name], type(package.version) == 'string' and package.version or ''
-      end
-      dir = vim.fs.dirname(dir)
-    end
-  end
-  return nil, ''
-end
-
---- The agent's own discovery files and tokens (so the server knows which agent connects),
---- and the environment that names them; {} while no server runs.
----@param agent gemini_companion.Agent
----@return table<string, string>
-local function credentials(agent)
-  local status = require('gemini_companion.state').current
-  if not (status.running or status.state == 'starting') then
-    return {}
-  end
-  local got = host.request('agent_register', {
-    name = agent.name,
-    cli = agent.cli,
-    version = agent.version,
-    gemini_pid = agent.gemini_pid,
-    qwen_port = agent.qwen_port,
-  })
-  if type(got) ~= 'table' or type(got.env) ~= 'table' then
-    return {}
-  end
-  require('gemini_companion.state').update(got.snapshot) -- the env and Qwen defaults it names
-  agent.gemini_pid, agent.qwen_port, agent.port = got.gemini_pid, got.qwen_port, status.port
-  return got.env
-end
-
 ---@param agent gemini_companion.Agent
 ---@param code integer
 local function on_exit(agent, code)
@@ -130,21 +83,6 @@ local function on_exit(agent, code)
   end
   event('GeminiAgentExited', { agent = agent.name, code = code })
   agent.provider.exited(agent)
-end
-
---- The environment a terminal outside Neovim must be given: the server's (what Neovim's own
---- terminals inherit) and the Qwen defaults file.
----@return table<string, string>
-local function connection_env()
-  local env = {}
-  for key, value in pairs(require('gemini_companion.state').env) do
-    if value then
-      env[key] = value
-    end
-  end
-  local defaults = require('gemini_companion.env').qwen_system_defaults
-  env[defaults] = vim.env[defaults]
-  return env
 end
 
 --- The agent's command line, or why it cannot start.
@@ -184,9 +122,9 @@ local function start(name, args, focus)
     provider = require('gemini_companion.agents.terminal.' .. provider),
     started = vim.uv.hrtime(),
   }
-  agent.cli, agent.version = cli_package(cmd)
-  local own = credentials(agent) -- first: it brings the server's latest environment
-  local env = vim.tbl_extend('force', connection_env(), own, agent_spec.env or {})
+  agent.cli, agent.version = require('gemini_companion.agents.cli_package').of(cmd)
+  local own = connection.register(agent) -- first: it brings the server's latest environment
+  local env = vim.tbl_extend('force', connection.env(), own, agent_spec.env or {})
   if next(env) == nil then -- no server, no env of its own: an empty {} would reach jobstart as a List (E475)
     env = vim.empty_dict()
   end
@@ -424,78 +362,6 @@ function M.send(name, text, submit)
   end)
 end
 
---- Split a command's words into a configured agent name (first word, optional) and the rest.
----@param words string[]
----@return string?, string[]
-local function agent_and_rest(words)
-  if words[1] and spec(words[1]) then
-    return words[1], vim.list_slice(words, 2)
-  end
-  return nil, words
-end
-
---- `:[range]GeminiSend[!] [agent] [prompt]`
----@param opts table
-function M.send_command(opts)
-  local prompt = require('gemini_companion.agents.prompt')
-  local name, words = agent_and_rest(opts.fargs)
-  local path = vim.api.nvim_buf_get_name(0)
-  if path == '' then
-    return message.notify('GeminiSend: this buffer has no file', 'error')
-  end
-  local lines, first, last = prompt.selection(opts)
-  local text = prompt.snippet(path, first, last, lines, vim.bo.filetype, table.concat(words, ' '))
-  M.send(name, text, opts.bang)
-end
-
---- `:GeminiAdd [agent] [path...]`: @references, or the current file / the file tree's node. Each
---- path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or an argument) is expanded.
---- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
---- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
---- the plain path, for the model's file tool).
----@param opts table
-function M.add_command(opts)
-  local prompt = require('gemini_companion.agents.prompt')
-  local at_path = require('gemini_companion.agents.at_path')
-  local name, paths = agent_and_rest(opts.fargs)
-  if #paths == 0 then
-    local current = prompt.current_path()
-    if not current then
-      return message.notify('GeminiAdd: no file here (give a path)', 'error')
-    end
-    paths = { current }
-  end
-  local agent, agent_spec = running[resolve(name)], spec(resolve(name))
-  local cli = agent and agent.cli or (agent_spec and cli_package(agent_spec.cmd))
-  local refs, reasons, refused = {}, {}, {} -- refused[reason]: names
-  for _, path in ipairs(paths) do
-    local form, why = nil, 'no such file'
-    if vim.uv.fs_stat(prompt.absolute(path)) then
-      form, why = at_path.form(path, cli)
-    end
-    if form then
-      table.insert(refs, form)
-    else
-      if not refused[why] then
-        refused[why] = {}
-        table.insert(reasons, why)
-      end
-      table.insert(refused[why], prompt.text(path, true))
-    end
-  end
-  if #reasons > 0 then
-    local names = {}
-    for _, why in ipairs(reasons) do
-      vim.list_extend(names, refused[why])
-    end
-    -- Brief: a hit-enter prompt would hold up the agent this may start. The reasons first, whole.
-    message.brief(('GeminiAdd: %s: '):format(table.concat(reasons, '; ')), 'warn', names)
-  end
-  if #refs > 0 then
-    M.send(name, table.concat(refs, ' ') .. ' ')
-  end
-end
-
 --- A new server (`:GeminiCompanion restart`, or the host came back): each agent's files now
 --- point to it. The CLIs do not reconnect on their own: say what to type.
 local function rewire()
@@ -506,7 +372,7 @@ local function rewire()
   local moved = {}
   for name, agent in pairs(running) do
     if agent.port and agent.port ~= status.port then
-      credentials(agent)
+      connection.register(agent)
       table.insert(moved, name)
     end
   end

@@ -2,6 +2,7 @@
 --- changed, with highlight groups (`GeminiStatus*`). Rebuilt on the plugin's User events only, so
 --- a redraw reads a cached string.
 local M = {}
+local H = {}
 
 local HIGHLIGHTS = {
   GeminiStatusStarting = 'Comment',
@@ -25,14 +26,14 @@ function M.get(opts)
 end
 
 ---@return table
-local function agents()
+function H.agents()
   return require('gemini_companion.agents')
 end
 
 --- The strings, from the running agents, the open reviews and the last turn.
-local function rebuild()
+function H.rebuild()
   local parts, plain = {}, {}
-  local list = package.loaded['gemini_companion.agents'] and agents().list() or {}
+  local list = package.loaded['gemini_companion.agents'] and H.agents().list() or {}
   local names = {}
   for _, item in ipairs(list) do
     names[item.name] = true
@@ -66,14 +67,7 @@ local function rebuild()
   cache.line, cache.plain = table.concat(parts, ' · '), table.concat(plain, ' · ')
 end
 
---- The cached statusline string (`plain`: without highlight groups, for lualine and the like).
----@param opts? {plain?: boolean}
----@return string
-function M.statusline(opts)
-  return opts and opts.plain and cache.plain or cache.line
-end
-
-local function highlights()
+function H.highlights()
   for name, link in pairs(HIGHLIGHTS) do
     vim.api.nvim_set_hl(0, name, { link = link, default = true })
   end
@@ -82,24 +76,24 @@ end
 --- The agent an event names, if it names one.
 ---@param ev table
 ---@return string?
-local function agent_of(ev)
+function H.agent_of(ev)
   local data = type(ev.data) == 'table' and ev.data or {}
   return type(data.agent) == 'string' and data.agent or nil
 end
 
-highlights()
+H.highlights()
 
 local group = vim.api.nvim_create_augroup('gemini_companion_statusline', { clear = true })
-vim.api.nvim_create_autocmd('ColorScheme', { group = group, callback = highlights })
+vim.api.nvim_create_autocmd('ColorScheme', { group = group, callback = H.highlights })
 vim.api.nvim_create_autocmd('User', {
   group = group,
   pattern = { 'GeminiAgentStarted', 'GeminiAgentExited' },
   callback = function(ev)
-    local name = agent_of(ev)
+    local name = H.agent_of(ev)
     if name then
       exited[name] = ev.match == 'GeminiAgentExited' or nil
     end
-    rebuild()
+    H.rebuild()
   end,
 })
 vim.api.nvim_create_autocmd('User', {
@@ -108,15 +102,15 @@ vim.api.nvim_create_autocmd('User', {
   callback = function(ev)
     local files = type(ev.data) == 'table' and ev.data.files
     last_files = type(files) == 'table' and #files or 0
-    rebuild()
+    H.rebuild()
   end,
 })
 vim.api.nvim_create_autocmd('User', {
   group = group,
   pattern = { 'GeminiAgentState', 'GeminiDiffOpened', 'GeminiDiffClosed', 'GeminiStatusChanged' },
-  callback = rebuild,
+  callback = H.rebuild,
 })
 
-rebuild()
+H.rebuild()
 
 return M

@@ -46,8 +46,9 @@ local timer ---@type uv.uv_timer_t?
 local draining = false
 local group ---@type integer?
 
+local burst = require('gemini_companion.follow.burst')
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, recheck, watch, read, pump, drain, apply, said -- below the public functions
+local mark, recheck, watch, read, pump, drain, apply -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -165,6 +166,28 @@ function M.watched()
   return folder_count
 end
 
+--- Read the pending buffers' files soon: a burst of events is one read per file.
+function M.settle_soon()
+  timer = timer or vim.uv.new_timer()
+  if timer and not timer:is_active() then
+    timer:start(SETTLE_MS, 0, function()
+      local bufs, now, later = pending, vim.uv.now(), false
+      pending = {}
+      for buf in pairs(bufs) do
+        local entry = followed[buf]
+        if entry and entry.shown and now - entry.shown < MIN_GAP_MS then
+          pending[buf], later = true, true -- a file written all the time (a log): a few times a second
+        else
+          read(buf)
+        end
+      end
+      if later then
+        M.settle_soon()
+      end
+    end)
+  end
+end
+
 -- --- watching ----------------------------------------------------------------------------------
 
 --- A change in `folder`: its file `name` (nil: any of them) is read once the burst settles.
@@ -244,28 +267,6 @@ end
 
 -- --- reading and applying --------------------------------------------------------------------
 
---- Read the pending buffers' files soon: a burst of events is one read per file.
-function M.settle_soon()
-  timer = timer or vim.uv.new_timer()
-  if timer and not timer:is_active() then
-    timer:start(SETTLE_MS, 0, function()
-      local bufs, now, later = pending, vim.uv.now(), false
-      pending = {}
-      for buf in pairs(bufs) do
-        local entry = followed[buf]
-        if entry and entry.shown and now - entry.shown < MIN_GAP_MS then
-          pending[buf], later = true, true -- a file written all the time (a log): a few times a second
-        else
-          read(buf)
-        end
-      end
-      if later then
-        M.settle_soon()
-      end
-    end)
-  end
-end
-
 --- Read `buf`'s file off the main loop; the result is queued for the main loop.
 ---@param buf integer
 function read(buf)
@@ -343,7 +344,7 @@ function apply(result)
       entry.sig = 'missing'
       reload.settle(buf, nil) -- Neovim's own check says nothing of it later (no E211)
       mark(buf, entry, 'deleted')
-      said('deleted', entry.name)
+      burst.say('deleted', entry.name)
     end
     return
   elseif why == 'changing' then -- still being written: its next event (or sweep) reads it whole
@@ -352,7 +353,7 @@ function apply(result)
   elseif not result.text then
     if entry.sig ~= result.sig then
       entry.sig = result.sig
-      said('unread', entry.name, why)
+      burst.say('unread', entry.name, why)
     end
     return
   end
@@ -366,7 +367,7 @@ function apply(result)
     -- The user's text is theirs: never replaced. Not settled either, so that `:w` still warns.
     entry.sig = result.sig
     mark(buf, entry, 'conflict')
-    return said('conflict', entry.name)
+    return burst.say('conflict', entry.name)
   end
   reload.apply(buf, result.text) -- (should it raise, the next event or sweep reads it again)
   entry.sig, entry.shown = result.sig, vim.uv.now()
@@ -382,42 +383,6 @@ function mark(buf, entry, state)
     entry.state = state
     vim.b[buf].gemini_companion_follow = state
     vim.cmd.redrawstatus({ bang = true })
-  end
-end
-
--- --- one line for a burst ---------------------------------------------------------------------
-
-local LINES = {
-  conflict = '%s changed on disk; your unsaved edits kept (:GeminiCompanion conflict)',
-  deleted = '%s deleted on disk; its buffer kept',
-  unread = '%s: %s changed on disk, not reloaded',
-}
-local heard = {} ---@type table<string, {names: string[], why: string?}>
-local speaker ---@type uv.uv_timer_t?
-
---- Say what happened to a burst of files in one line per kind, once the burst is over; the
---- reason first when there is one.
----@param kind 'conflict'|'deleted'|'unread'
----@param name string
----@param why? string
-function said(kind, name, why)
-  heard[kind] = heard[kind] or { names = {}, why = why }
-  table.insert(heard[kind].names, vim.fn.fnamemodify(name, ':~:.'))
-  speaker = speaker or vim.uv.new_timer()
-  if speaker and not speaker:is_active() then
-    speaker:start(
-      100,
-      0,
-      vim.schedule_wrap(function()
-        for what, burst in pairs(heard) do
-          local names = burst.names
-          local who = #names == 1 and names[1] or ('%d files (%s, …)'):format(#names, names[1])
-          local line = what == 'unread' and LINES[what]:format(burst.why, who) or LINES[what]:format(who)
-          message.brief(vim.fn.strtrans(line), 'warn')
-        end
-        heard = {}
-      end)
-    )
   end
 end
 

@@ -68,6 +68,20 @@ function M.render(review)
   H.draw(review, H.hunks(H.old(review), new))
 end
 
+--- The preview's first change line (where the cursor goes when it opens).
+---@param review gemini_companion.Review
+---@return integer
+function M.first_change(review)
+  local state = shown[review.handle]
+  return state and state.first or 1
+end
+
+--- The review is over.
+---@param review gemini_companion.Review
+function M.forget(review)
+  shown[review.handle] = nil
+end
+
 --- Fill the preview with `hunks` (the proposal's lines read for the `+` lines only).
 ---@param review gemini_companion.Review
 ---@param hunks gemini_companion.Hunk[]
@@ -82,20 +96,6 @@ function H.draw(review, hunks)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = not review.done
   vim.bo[review.proposal].modified = false
-end
-
---- The preview's first change line (where the cursor goes when it opens).
----@param review gemini_companion.Review
----@return integer
-function M.first_change(review)
-  local state = shown[review.handle]
-  return state and state.first or 1
-end
-
---- The review is over.
----@param review gemini_companion.Review
-function M.forget(review)
-  shown[review.handle] = nil
 end
 
 --- The file's lines the preview compares with.

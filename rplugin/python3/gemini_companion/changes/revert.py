@@ -93,6 +93,23 @@ def open_folder(root: str | int, names: Sequence[str | bytes], make: bool) -> in
     return fd
 
 
+def temporary(name: str, kind: str) -> str:
+    """A hidden name beside `name`, ours and new (a name is at most 255 bytes: cut by bytes)."""
+    short = os.fsdecode(os.fsencode(name)[:200])
+    return f".{short}.gemini-companion.{secrets.token_hex(6)}.{kind}"
+
+
+def create(folder: int, name: str | bytes, want: dict[str, Any], mode: int) -> None:
+    """Create `name` (new) as the file or link `want` says: a file with `mode`'s bits, execute as git's mode says."""
+    if want["kind"] == "link":
+        os.symlink(as_bytes(want.get("data")), name, dir_fd=folder)
+        return
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    with os.fdopen(fd, "wb") as file:
+        file.write(as_bytes(want.get("data")))
+        os.fchmod(fd, _git_mode(mode, want.get("mode")))  # the mode asked for, whatever the umask
+
+
 def _state(folder: int, name: str, limit: int) -> tuple[str, bytes, int]:
     """What `name` is now: ("none" | "file" | "link", its bytes or target, its mode bits). A file
     of more than `limit` bytes (what the turn left: it is not that) is not read."""
@@ -141,20 +158,3 @@ def _replace(folder: int, name: str, expect: dict[str, Any], want: dict[str, Any
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=folder)
         raise
-
-
-def temporary(name: str, kind: str) -> str:
-    """A hidden name beside `name`, ours and new (a name is at most 255 bytes: cut by bytes)."""
-    short = os.fsdecode(os.fsencode(name)[:200])
-    return f".{short}.gemini-companion.{secrets.token_hex(6)}.{kind}"
-
-
-def create(folder: int, name: str | bytes, want: dict[str, Any], mode: int) -> None:
-    """Create `name` (new) as the file or link `want` says: a file with `mode`'s bits, execute as git's mode says."""
-    if want["kind"] == "link":
-        os.symlink(as_bytes(want.get("data")), name, dir_fd=folder)
-        return
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
-    with os.fdopen(fd, "wb") as file:
-        file.write(as_bytes(want.get("data")))
-        os.fchmod(fd, _git_mode(mode, want.get("mode")))  # the mode asked for, whatever the umask

@@ -43,6 +43,14 @@ def find(cwd: str) -> tuple[str, tuple[str, str] | None, bool]:
     return folder, (os.path.normpath(git_dir), os.path.normpath(common_dir)), dotfiles
 
 
+def read_small(path: str) -> bytes | None:
+    """A regular file's first bytes (never a FIFO, a device or a symlink); None if not one."""
+    try:
+        return files.read(path, SMALL_FILE, follow=False, prefix=True)[0]
+    except OSError:
+        return None
+
+
 def _env_repo() -> tuple[str | None, str]:
     """The work tree and git dir Neovim's environment names (both absolute; the git dir has a HEAD
     file), as real paths; else (None, "")."""
@@ -51,11 +59,3 @@ def _env_repo() -> tuple[str | None, str]:
         return None, ""
     tree, git_dir = os.path.realpath(tree), os.path.realpath(git_dir)
     return (None, "") if git_dir == os.path.join(tree, ".git") else (tree, git_dir)
-
-
-def read_small(path: str) -> bytes | None:
-    """A regular file's first bytes (never a FIFO, a device or a symlink); None if not one."""
-    try:
-        return files.read(path, SMALL_FILE, follow=False, prefix=True)[0]
-    except OSError:
-        return None

@@ -56,6 +56,30 @@ def summary(value: Any) -> str:
     return "".join(parts)
 
 
+def request(
+    label: str, name: str, request_id: Any, params: Any, answer: dict[str, Any] | None = None, ms: float = 0.0
+) -> str:
+    """A client's request as it arrives, or (with its answer) once answered, with the time it took."""
+    shown = request_id if isinstance(request_id, int) else quote(str(request_id), 40)  # a string: any length
+    line = f"{label} → {quote(name, 100)} #{shown} {summary(params)}"
+    return line if answer is None else f"{line} → {result(answer)} in {ms:.1f} ms"
+
+
+def result(answer: dict[str, Any]) -> str:
+    """A JSON-RPC answer: its error, or what its result holds (items and characters; a tool's own
+    error text, which is ours, in full)."""
+    if "error" in answer:
+        err = answer["error"]
+        return f"error {err.get('code')}: {str(err.get('message'))[:NAME_CHARS]}"
+    res = answer.get("result")
+    if not isinstance(res, dict) or not isinstance(res.get("content"), list):
+        return "ok"
+    texts = [str(item.get("text", "")) for item in res["content"] if isinstance(item, dict)]
+    if res.get("isError"):
+        return "tool error: " + " ".join(texts)[:NAME_CHARS]
+    return f"ok ({len(texts)} items, {sum(len(text) for text in texts)} chars)"
+
+
 def _summary(value: Any, key: str, depth: int, out: list[str]) -> None:
     """Appends to `out`: one list for the whole line, no string built per level."""
     kind = type(value)
@@ -93,27 +117,3 @@ def _summary(value: Any, key: str, depth: int, out: list[str]) -> None:
         out.append("]")
     else:  # a subclass (a str enum, a dict of another kind): said by its type alone
         out.append(f"<{kind.__name__}>")
-
-
-def request(
-    label: str, name: str, request_id: Any, params: Any, answer: dict[str, Any] | None = None, ms: float = 0.0
-) -> str:
-    """A client's request as it arrives, or (with its answer) once answered, with the time it took."""
-    shown = request_id if isinstance(request_id, int) else quote(str(request_id), 40)  # a string: any length
-    line = f"{label} → {quote(name, 100)} #{shown} {summary(params)}"
-    return line if answer is None else f"{line} → {result(answer)} in {ms:.1f} ms"
-
-
-def result(answer: dict[str, Any]) -> str:
-    """A JSON-RPC answer: its error, or what its result holds (items and characters; a tool's own
-    error text, which is ours, in full)."""
-    if "error" in answer:
-        err = answer["error"]
-        return f"error {err.get('code')}: {str(err.get('message'))[:NAME_CHARS]}"
-    res = answer.get("result")
-    if not isinstance(res, dict) or not isinstance(res.get("content"), list):
-        return "ok"
-    texts = [str(item.get("text", "")) for item in res["content"] if isinstance(item, dict)]
-    if res.get("isError"):
-        return "tool error: " + " ".join(texts)[:NAME_CHARS]
-    return f"ok ({len(texts)} items, {sum(len(text) for text in texts)} chars)"

@@ -46,15 +46,6 @@ def confine(path: Any, roots: list[str]) -> str:
     return resolved
 
 
-def _root_of(path: str, roots: list[str]) -> str | None:
-    """The root `path` lies in, by name. Roots are compared as stored (resolved once, when they
-    were set): resolving them again would follow a link swapped in for one since."""
-    for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-            return root
-    return None
-
-
 def read_inside(path: str, roots: list[str], lines: int | None = None) -> bytes:
     """The bytes of the regular file `path` (absolute, resolved: what `confine` returns), opened
     one component at a time from `/` through its root as stored, never through a symlink
@@ -96,6 +87,15 @@ def read_inside(path: str, roots: list[str], lines: int | None = None) -> bytes:
         raise ToolError(f"{name}: {err.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _root_of(path: str, roots: list[str]) -> str | None:
+    """The root `path` lies in, by name. Roots are compared as stored (resolved once, when they
+    were set): resolving them again would follow a link swapped in for one since."""
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return root
+    return None
 
 
 def _read_bounded(fd: int, size: int, lines: int | None, name: str) -> bytes:
