@@ -24,34 +24,22 @@ function M.enter(agent, current)
   if not sent then
     return -- no screen to read (an external terminal), or no prompt drawn: one Enter
   end
-  local timer = assert(vim.uv.new_timer())
   local presses, checks, steady, last = 1, 0, 0, nil
-  local function done()
-    if not timer:is_closing() then
-      timer:stop()
-      timer:close()
+  require('gemini_companion.poll').every(CHECK_MS, function()
+    checks = checks + 1
+    local now = current() and H.input(agent)
+    if not now or (now.empty and now.text ~= sent.text) or checks >= MAX_CHECKS then
+      return true -- it went (the prompt emptied, a dialog), or the agent is gone
     end
-  end
-  timer:start(CHECK_MS, CHECK_MS, function()
-    vim.schedule(function()
-      if timer:is_closing() then
-        return
+    steady = vim.deep_equal(now, last) and steady + 1 or 0
+    last = now
+    if not now.empty and steady >= STEADY_CHECKS then
+      if presses >= MAX_PRESSES then
+        return true
       end
-      checks = checks + 1
-      local now = current() and H.input(agent)
-      if not now or (now.empty and now.text ~= sent.text) or checks >= MAX_CHECKS then
-        return done() -- it went (the prompt emptied, a dialog), or the agent is gone
-      end
-      steady = vim.deep_equal(now, last) and steady + 1 or 0
-      last = now
-      if not now.empty and steady >= STEADY_CHECKS then
-        if presses >= MAX_PRESSES then
-          return done()
-        end
-        presses, steady = presses + 1, 0
-        agent.provider.enter(agent)
-      end
-    end)
+      presses, steady = presses + 1, 0
+      agent.provider.enter(agent)
+    end
   end)
 end
 

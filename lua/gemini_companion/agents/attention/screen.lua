@@ -18,6 +18,17 @@ local FOOTER = 40 -- lines below the input box's rule: a footer, a hint, a draft
 local MAX_TEXT = 120 -- characters of what a CLI names, in a message
 local PLACEHOLDER = 'Type your message' -- both CLIs' empty prompt
 
+--- The screen's last line with anything on it (0: none).
+---@param lines string[]
+---@return integer
+local function last_drawn(lines)
+  local last = #lines
+  while last > 0 and vim.trim(lines[last]) == '' do
+    last = last - 1
+  end
+  return last
+end
+
 ---@param line string
 ---@return boolean
 local function rule(line)
@@ -148,10 +159,7 @@ end
 ---@param lines string[]
 ---@return {text: string, empty: boolean}?
 function M.input(lines)
-  local last = #lines
-  while last > 0 and vim.trim(lines[last]) == '' do
-    last = last - 1
-  end
+  local last = last_drawn(lines)
   local box = last > 0 and input_box(lines, last)
   if not box then
     return nil
@@ -171,10 +179,7 @@ end
 ---@param lines string[]
 ---@return gemini_companion.AgentState? state, string? what, boolean prompt its input box is drawn
 function M.classify(lines)
-  local last = #lines
-  while last > 0 and vim.trim(lines[last]) == '' do
-    last = last - 1
-  end
+  local last = last_drawn(lines)
   if last == 0 then
     return nil, nil, false
   end

@@ -96,28 +96,19 @@ local STRAY_WATCH_MS, STRAY_TICK_MS = 30000, 200
 
 ---@param agent gemini_companion.Agent
 local function take_back_stray_replies(agent)
-  local timer = assert(vim.uv.new_timer())
-  local function stop()
-    if not timer:is_closing() then
-      timer:stop()
-      timer:close()
+  require('gemini_companion.poll').every(STRAY_TICK_MS, function()
+    local waited = (vim.uv.hrtime() - agent.started) / 1e6
+    if agent.exited or waited > STRAY_WATCH_MS then
+      return true
     end
-  end
-  timer:start(STRAY_TICK_MS, STRAY_TICK_MS, function()
-    vim.schedule(function()
-      local waited = (vim.uv.hrtime() - agent.started) / 1e6
-      if timer:is_closing() or agent.exited or waited > STRAY_WATCH_MS then
-        return stop()
+    for _, line in ipairs(vim.api.nvim_buf_get_lines(agent.buf, 0, -1, false)) do
+      local first, last = line:find(STRAY_REPLY)
+      -- Only when it ends the input: after it, nothing but blanks and the prompt's border.
+      if first and line:sub(last + 1):match('^[%s\226\148\130]*$') then
+        vim.api.nvim_chan_send(agent.job, ('\127'):rep(last - first + 1))
+        return true
       end
-      for _, line in ipairs(vim.api.nvim_buf_get_lines(agent.buf, 0, -1, false)) do
-        local first, last = line:find(STRAY_REPLY)
-        -- Only when it ends the input: after it, nothing but blanks and the prompt's border.
-        if first and line:sub(last + 1):match('^[%s\226\148\130]*$') then
-          vim.api.nvim_chan_send(agent.job, ('\127'):rep(last - first + 1))
-          return stop()
-        end
-      end
-    end)
+    end
   end)
 end
 
