@@ -102,6 +102,27 @@ def test_unsaved_edits_are_kept_named_and_compared(editor_factory, sandbox: Sand
     assert ed.lua(STATE, 0) is None and lines(ed) == "agent\ntwo"
 
 
+def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbox: Sandbox):
+    """A CR LF file and a Latin-1 one under unsaved edits: the agent's side is the file's lines as
+    Neovim read the buffer (no ^M on each line, é not <e9>), so the diff shows the one line the
+    agent changed, not every line."""
+    dos, latin = sandbox.project / "dos.txt", sandbox.project / "latin.txt"
+    dos.write_bytes(b"one\r\ntwo\r\n")
+    latin.write_bytes(b"caf\xe9\ntwo\n")
+    ed = editor_factory(NO_HOOKS, [str(dos), str(latin)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    for path, agent in ((dos, b"agent\r\ntwo\r\n"), (latin, b"agent \xe9\ntwo\n")):
+        ed.lua("vim.cmd.buffer(vim.fn.bufnr(...)) vim.api.nvim_buf_set_lines(0, 0, 1, false, {'MINE'})", str(path))
+        path.write_bytes(agent)
+        wait_for(lambda: ed.lua(STATE, 0) == "conflict", 10, "the conflict mark")
+        ed.nvim.command("GeminiCompanion conflict")
+        wait_for(lambda: ed.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2, 10, "the comparison")
+        theirs = {b"agent\r\ntwo\r\n": ["agent", "two"], b"agent \xe9\ntwo\n": ["agent \u00e9", "two"]}[agent]
+        assert [p[2] for p in ed.lua(PANES)] == [["MINE", "two"], theirs]
+        ed.nvim.command("tabclose")
+
+
 def test_the_comparison_has_the_text_before_the_turn(editor_factory, sandbox: Sandbox):
     """In git, with hooks: a turn changed the file under the user's edit; the third pane is the
     file before that turn, read from its snapshot."""
