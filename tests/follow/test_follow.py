@@ -112,13 +112,18 @@ def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbo
     ed = editor_factory(NO_HOOKS, [str(dos), str(latin)])
     ed.wait_state("running")
     wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
-    for path, agent in ((dos, b"agent\r\ntwo\r\n"), (latin, b"agent \xe9\ntwo\n")):
+    mixed = b"agent\r\ntwo\nthree\r\n"  # a lone LF in a CR LF file: a line of its own, no error
+    for path, agent in ((dos, b"agent\r\ntwo\r\n"), (latin, b"agent \xe9\ntwo\n"), (dos, mixed)):
         ed.lua("vim.cmd.buffer(vim.fn.bufnr(...)) vim.api.nvim_buf_set_lines(0, 0, 1, false, {'MINE'})", str(path))
         path.write_bytes(agent)
         wait_for(lambda: ed.lua(STATE, 0) == "conflict", 10, "the conflict mark")
         ed.nvim.command("GeminiCompanion conflict")
         wait_for(lambda: ed.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2, 10, "the comparison")
-        theirs = {b"agent\r\ntwo\r\n": ["agent", "two"], b"agent \xe9\ntwo\n": ["agent \u00e9", "two"]}[agent]
+        theirs = {
+            b"agent\r\ntwo\r\n": ["agent", "two"],
+            b"agent \xe9\ntwo\n": ["agent \u00e9", "two"],
+            mixed: ["agent", "two", "three"],
+        }[agent]
         assert [p[2] for p in ed.lua(PANES)] == [["MINE", "two"], theirs]
         ed.nvim.command("tabclose")
 

@@ -89,11 +89,9 @@ local function as_read(text, buf)
     text = vim.iconv(text, bo.fileencoding, 'utf-8') or text
   end
   text = bo.bomb and text:gsub('^\239\187\191', '') or text
-  local ending = ({ dos = '\r\n', mac = '\r' })[bo.fileformat] or '\n'
-  if vim.endswith(text, ending) then
-    text = text:sub(1, -#ending - 1)
-  end
-  return vim.split(text, ending, { plain = true })
+  local ending = ({ dos = '\r\n', mac = '\r' })[bo.fileformat]
+  text = ending and text:gsub(ending, '\n') or text -- (a lone LF still ends a line: a line holds none)
+  return vim.split(text:sub(-1) == '\n' and text:sub(1, -2) or text, '\n', { plain = true })
 end
 
 --- A read-only scratch buffer named `name` holding `text`, with `buf`'s filetype.
