@@ -102,6 +102,24 @@ def test_unsaved_edits_are_kept_named_and_compared(editor_factory, sandbox: Sand
     assert ed.lua(STATE, 0) is None and lines(ed) == "agent\ntwo"
 
 
+def test_unsaved_edits_undone_let_the_buffer_follow_again(editor_factory, sandbox: Sandbox):
+    """The agent changed the file under the user's edit; the user undoes it (the buffer unmodified
+    again): the buffer takes the agent's file at once, unmarked, not at Neovim's next focus."""
+    path = sandbox.project / "undone.txt"
+    path.write_text("one\ntwo\n")
+    ed = editor_factory(NO_HOOKS, [str(path)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    ed.nvim.command("normal! ccmine")
+    path.write_text("agent\ntwo\n")
+    wait_for(lambda: ed.lua(STATE, 0) == "conflict", 10, "the conflict mark")
+    ed.nvim.command("undo")
+    assert ed.lua("return vim.bo.modified") is False
+    wait_for(lambda: lines(ed) == "agent\ntwo", 10, "the buffer to follow the file again")
+    assert ed.lua(STATE, 0) is None and ed.lua("return vim.bo.modified") is False
+    assert ed.lua(ASKED) == 0
+
+
 def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbox: Sandbox):
     """A CR LF file and a Latin-1 one under unsaved edits: the agent's side is the file's lines as
     Neovim read the buffer (no ^M on each line, é not <e9>), so the diff shows the one line the
