@@ -120,6 +120,23 @@ def test_unsaved_edits_undone_let_the_buffer_follow_again(editor_factory, sandbo
     assert ed.lua(ASKED) == 0
 
 
+def test_a_read_only_unmodifiable_buffer_follows_without_an_error(editor_factory, sandbox: Sandbox):
+    """A buffer the user cannot change ('nomodifiable', 'readonly': `nvim -M`, the log that
+    `:GeminiCompanion log` opens) follows its file, stays so, and no error (a traceback that held
+    Neovim at its -- More -- prompt) is shown."""
+    path = sandbox.project / "ro.txt"
+    path.write_text("one\n")
+    ed = editor_factory(NO_HOOKS, [str(path)])
+    ed.wait_state("running")
+    ed.lua("vim.bo.readonly, vim.bo.modifiable = true, false")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    path.write_text("one\ntwo\n")
+    wait_for(lambda: lines(ed) == "one\ntwo", 10, "the buffer to follow the file")
+    assert ed.lua("return {vim.bo.readonly, vim.bo.modifiable, vim.bo.modified}") == [True, False, False]
+    assert "following" not in ed.messages() and "E21" not in ed.messages()
+    assert ed.lua(ASKED) == 0
+
+
 def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbox: Sandbox):
     """A CR LF file and a Latin-1 one under unsaved edits: the agent's side is the file's lines as
     Neovim read the buffer (no ^M on each line, é not <e9>), so the diff shows the one line the
