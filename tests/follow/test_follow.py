@@ -102,6 +102,67 @@ def test_unsaved_edits_are_kept_named_and_compared(editor_factory, sandbox: Sand
     assert ed.lua(STATE, 0) is None and lines(ed) == "agent\ntwo"
 
 
+def test_unsaved_edits_undone_let_the_buffer_follow_again(editor_factory, sandbox: Sandbox):
+    """The agent changed the file under the user's edit; the user undoes it (the buffer unmodified
+    again): the buffer takes the agent's file at once, unmarked, not at Neovim's next focus."""
+    path = sandbox.project / "undone.txt"
+    path.write_text("one\ntwo\n")
+    ed = editor_factory(NO_HOOKS, [str(path)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    ed.nvim.command("normal! ccmine")
+    path.write_text("agent\ntwo\n")
+    wait_for(lambda: ed.lua(STATE, 0) == "conflict", 10, "the conflict mark")
+    ed.nvim.command("undo")
+    assert ed.lua("return vim.bo.modified") is False
+    wait_for(lambda: lines(ed) == "agent\ntwo", 10, "the buffer to follow the file again")
+    assert ed.lua(STATE, 0) is None and ed.lua("return vim.bo.modified") is False
+    assert ed.lua(ASKED) == 0
+
+
+def test_a_read_only_unmodifiable_buffer_follows_without_an_error(editor_factory, sandbox: Sandbox):
+    """A buffer the user cannot change ('nomodifiable', 'readonly': `nvim -M`, the log that
+    `:GeminiCompanion log` opens) follows its file, stays so, and no error (a traceback that held
+    Neovim at its -- More -- prompt) is shown."""
+    path = sandbox.project / "ro.txt"
+    path.write_text("one\n")
+    ed = editor_factory(NO_HOOKS, [str(path)])
+    ed.wait_state("running")
+    ed.lua("vim.bo.readonly, vim.bo.modifiable = true, false")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    path.write_text("one\ntwo\n")
+    wait_for(lambda: lines(ed) == "one\ntwo", 10, "the buffer to follow the file")
+    assert ed.lua("return {vim.bo.readonly, vim.bo.modifiable, vim.bo.modified}") == [True, False, False]
+    assert "following" not in ed.messages() and "E21" not in ed.messages()
+    assert ed.lua(ASKED) == 0
+
+
+def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbox: Sandbox):
+    """A CR LF file and a Latin-1 one under unsaved edits: the agent's side is the file's lines as
+    Neovim read the buffer (no ^M on each line, é not <e9>), so the diff shows the one line the
+    agent changed, not every line."""
+    dos, latin = sandbox.project / "dos.txt", sandbox.project / "latin.txt"
+    dos.write_bytes(b"one\r\ntwo\r\n")
+    latin.write_bytes(b"caf\xe9\ntwo\n")
+    ed = editor_factory(NO_HOOKS, [str(dos), str(latin)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    mixed = b"agent\r\ntwo\nthree\r\n"  # a lone LF in a CR LF file: a line of its own, no error
+    for path, agent in ((dos, b"agent\r\ntwo\r\n"), (latin, b"agent \xe9\ntwo\n"), (dos, mixed)):
+        ed.lua("vim.cmd.buffer(vim.fn.bufnr(...)) vim.api.nvim_buf_set_lines(0, 0, 1, false, {'MINE'})", str(path))
+        path.write_bytes(agent)
+        wait_for(lambda: ed.lua(STATE, 0) == "conflict", 10, "the conflict mark")
+        ed.nvim.command("GeminiCompanion conflict")
+        wait_for(lambda: ed.lua("return #vim.api.nvim_tabpage_list_wins(0)") == 2, 10, "the comparison")
+        theirs = {
+            b"agent\r\ntwo\r\n": ["agent", "two"],
+            b"agent \xe9\ntwo\n": ["agent \u00e9", "two"],
+            mixed: ["agent", "two", "three"],
+        }[agent]
+        assert [p[2] for p in ed.lua(PANES)] == [["MINE", "two"], theirs]
+        ed.nvim.command("tabclose")
+
+
 def test_the_comparison_has_the_text_before_the_turn(editor_factory, sandbox: Sandbox):
     """In git, with hooks: a turn changed the file under the user's edit; the third pane is the
     file before that turn, read from its snapshot."""

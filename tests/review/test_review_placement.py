@@ -369,3 +369,43 @@ def test_qa_stops_at_a_pending_unified_preview(editor_factory, gemini_factory, s
     editor.nvim.input(":q\r")
     assert review.outcome(request)["status"] == "rejected"
     assert target.read_bytes() == b"x\n"
+
+
+# A window the user reads from but does not edit in, opened with the cursor in it (adding from a
+# file tree keeps the cursor there): each as the user opens it.
+SIDE_WINDOWS = {
+    "quickfix": (None, "vim.fn.setqflist({ { filename = 'mine.txt', lnum = 1 } }) vim.cmd('botright copen')"),
+    "NvimTree": ("nvim-tree.lua", "require('nvim-tree').setup({}) require('nvim-tree.api').tree.open()"),
+}
+
+
+@pytest.mark.parametrize("side", sorted(SIDE_WINDOWS))
+def test_current_tab_from_a_tree_or_quickfix_window_opens_beside_the_users_file(
+    editor_factory, gemini_factory, sandbox, project, side
+):
+    """The cursor in a quickfix list or a file tree: the review goes beside the user's file window,
+    never splits the narrow side window (a review of three 10-column or 5-line windows)."""
+    editor = editor_with_agent(editor_factory, sandbox, {"open_in_new_tab": False})
+    plugin, opening = SIDE_WINDOWS[side]
+    if plugin:
+        editor.lua("vim.opt.rtp:prepend(...)", "/work/shared/fixtures/user-plugins/" + plugin)
+    editor.lua(opening)
+    wait_for(lambda: editor.lua("return vim.bo.filetype") == ("qf" if side == "quickfix" else side), what=side)
+    here = editor.lua("return vim.api.nvim_get_current_win()")
+    size = editor.lua("return { vim.api.nvim_win_get_width(0), vim.api.nvim_win_get_height(0) }")
+    review = connected(editor, gemini_factory)
+    target = project / "side.txt"
+    write(target, b"x\n")
+    request = review.open(target, "y\n")
+    info = review.info(target)
+    assert info
+    size_now = "return { vim.api.nvim_win_get_width(...), vim.api.nvim_win_get_height(...) }"
+    assert editor.lua(size_now, here) == size, f"the {side} window is not split"
+    mine = editor.lua("return vim.fn.win_findbuf(vim.fn.bufnr(...))[1]", str(project / "mine.txt"))
+    row = "return vim.api.nvim_win_get_position(...)[1]"
+    proposal = editor.lua("return vim.fn.win_findbuf(...)[1]", info["proposal"])
+    assert editor.lua(row, proposal) == editor.lua(row, mine), "beside the user's file"
+    review.proposal_window(target)
+    editor.nvim.input(":q\r")
+    assert review.outcome(request)["status"] == "rejected"
+    mine_is_intact(editor)

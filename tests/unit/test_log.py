@@ -71,6 +71,20 @@ def test_a_line_stays_one_line_and_tokens_become_token(tmp_path: Path) -> None:
     assert oct(path.parent.stat().st_mode & 0o777) == "0o700" and oct(path.stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_hostile_client_name_neither_breaks_a_line_nor_drives_a_terminal(tmp_path: Path) -> None:
+    """A client's name and version reach the log as they were sent (its label): C1 controls (U+009B
+    is a terminal's CSI), Unicode line separators (a new line to Python's splitlines and to editors)
+    and bidi overrides (they show the line reversed) are written escaped, as ASCII controls are."""
+    path = tmp_path / "log" / "companion.log"
+    assert log.configure({"level": "trace", "path": str(path)}) is None
+    hostile = "evil\x9b2J\x85\u2028\u20292099-01-01 ERROR forged\u202etxt.exe\u2066"
+    log.write(log.INFO, f"external Gemini CLI {hostile} connected")
+    text = written(path, "connected")
+    assert text.count("\n") == 1 and len(text.splitlines()) == 1
+    assert not any(c in text for c in "\x9b\x85\u2028\u2029\u202e\u2066")
+    assert "evil\\x9b2J\\x85\\u2028\\u20292099" in text and "\\u202etxt.exe\\u2066" in text
+
+
 def test_a_summary_names_paths_and_tools_and_sizes_the_rest() -> None:
     hook = {
         "hook_event_name": "BeforeTool",

@@ -78,6 +78,22 @@ end
 
 -- --- the view --------------------------------------------------------------------------------
 
+--- `text`'s lines as Neovim read `buf`'s file: its encoding, byte order mark and line endings
+--- (else a CR LF file's every line differs by its ^M).
+---@param text string
+---@param buf integer
+---@return string[]
+local function as_read(text, buf)
+  local bo = vim.bo[buf]
+  if bo.fileencoding ~= '' and bo.fileencoding ~= 'utf-8' then
+    text = vim.iconv(text, bo.fileencoding, 'utf-8') or text
+  end
+  text = bo.bomb and text:gsub('^\239\187\191', '') or text
+  local ending = ({ dos = '\r\n', mac = '\r' })[bo.fileformat]
+  text = ending and text:gsub(ending, '\n') or text -- (a lone LF still ends a line: a line holds none)
+  return vim.split(text:sub(-1) == '\n' and text:sub(1, -2) or text, '\n', { plain = true })
+end
+
 --- A read-only scratch buffer named `name` holding `text`, with `buf`'s filetype.
 ---@param name string
 ---@param text string
@@ -90,8 +106,7 @@ local function scratch(name, text, buf)
   end
   local new = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_name(new, name)
-  local lines = vim.split(text:sub(-1) == '\n' and text:sub(1, -2) or text, '\n', { plain = true })
-  vim.api.nvim_buf_set_lines(new, 0, -1, false, lines)
+  vim.api.nvim_buf_set_lines(new, 0, -1, false, as_read(text, buf))
   vim.bo[new].bufhidden, vim.bo[new].modifiable = 'wipe', false
   vim.bo[new].filetype = vim.bo[buf].filetype
   return new

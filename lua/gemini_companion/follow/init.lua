@@ -68,6 +68,16 @@ function M.start()
       M.untrack(ev.buf)
     end,
   })
+  -- Unsaved edits undone under a file that changed: the buffer follows it again.
+  vim.api.nvim_create_autocmd('BufModifiedSet', {
+    group = group,
+    callback = function(ev)
+      if M.state(ev.buf) == 'conflict' and not vim.bo[ev.buf].modified then
+        pending[ev.buf] = true
+        M.settle_soon()
+      end
+    end,
+  })
   -- A turn's end (changes/), and the user coming back: what a watch missed (a folder removed and
   -- made again) or no watch covers (beyond the bound).
   vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiTurnEnded', callback = M.sweep })
@@ -335,7 +345,8 @@ function apply(result)
   if followed[buf] ~= entry or not vim.api.nvim_buf_is_loaded(buf) then
     return
   end
-  if result.sig == entry.sig and entry.state ~= 'deleted' then
+  local stale = entry.state == 'deleted' or (entry.state == 'conflict' and not vim.bo[buf].modified)
+  if result.sig == entry.sig and not stale then
     return -- as it was when the buffer last matched it (a write of ours, an event for nothing)
   end
   local why = result.why or ''

@@ -168,8 +168,10 @@ function resync(buf, text)
   restore_autoread(buf, own)
   vim.api.nvim_buf_call(buf, function()
     if vim.fn.undotree().seq_cur ~= seq and M.holds(buf, text) then
+      local modifiable = vim.bo[buf].modifiable -- (off: E21, as for any undo)
+      vim.bo[buf].modifiable = true
       vim.cmd('silent undo')
-      vim.bo[buf].modified = false
+      vim.bo[buf].modified, vim.bo[buf].modifiable = false, modifiable
     end
   end)
 end

@@ -109,8 +109,8 @@ function H.beside(review, anchor, layout)
   return wins
 end
 
---- Where in the current tab a review goes: beside the user's window (the current one, else the
---- last one they were in, else any editor window), else beside the agent's. Nil: a tab of its
+--- Where in the current tab a review goes: beside the user's file window (the current one, else
+--- the last one they were in, else any), else beside the agent's. Nil: a tab of its
 --- own, because a window of this tab is in diff mode (the diffs would mix).
 ---@param layout string
 ---@return {win: integer, agent: boolean}?
@@ -125,7 +125,9 @@ function H.anchor(layout)
   end
   local current, previous = vim.api.nvim_get_current_win(), vim.fn.win_getid(vim.fn.winnr('#'))
   for _, win in ipairs({ current, previous, unpack(wins) }) do
-    if vim.tbl_contains(wins, win) and vim.bo[vim.api.nvim_win_get_buf(win)].buftype ~= 'terminal' then
+    -- A file's window: never a narrow one the user reads from (a tree, a quickfix list, help).
+    local buftype = vim.tbl_contains(wins, win) and vim.bo[vim.api.nvim_win_get_buf(win)].buftype
+    if buftype == '' or buftype == 'acwrite' then
       return { win = win, agent = false }
     end
   end

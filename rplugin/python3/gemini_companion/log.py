@@ -28,8 +28,13 @@ CLOSE_SECONDS = 0.5  # at exit, for the last lines
 # Lines waiting for the writer, at most: a disk that stalls (a hung home mount) costs memory only
 # this far; later lines are dropped, and counted in the next line written.
 MAX_WAITING = 10_000
-# A line's control bytes are shown, never acted on (a terminal that `cat`s the log) nor a new line.
-VISIBLE = {c: f"\\x{c:02x}" for c in (*range(32), 127) if c != 9} | {10: "\\n", 13: "\\r"}
+# A line's control characters are shown, never acted on (a terminal that `cat`s the log: C1's U+009B
+# is a CSI) nor a new line (U+2028/9 are to editors and splitlines), nor a line shown reversed (bidi).
+VISIBLE = (
+    {c: f"\\x{c:02x}" for c in (*range(32), *range(127, 160)) if c != 9}
+    | {c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x2028, 0x202F), *range(0x2066, 0x206A))}
+    | {10: "\\n", 13: "\\r"}
+)
 
 _threshold = OFF + 1  # a line below this is not even built (off: every line)
 _lock = threading.Lock()
