@@ -132,7 +132,8 @@ def remote(sandbox: Sandbox, expr: str) -> str:
 
 def initialize_when_advertised(sandbox: Sandbox) -> None:
     """A client that waits for the discovery file, then sends `initialize` and reads the answer."""
-    while not (sandbox.gemini_dir.exists() and (files := list(sandbox.gemini_dir.iterdir()))):
+    # The discovery file itself, as a client finds it (never the temporary file its atomic write renames).
+    while not (sandbox.gemini_dir.exists() and (files := list(sandbox.gemini_dir.glob("gemini-ide-server-*.json")))):
         time.sleep(0.001)
     info = json.loads(files[0].read_text())
     session = RawSession(info["port"], info["authToken"])
@@ -152,7 +153,7 @@ def bench_server_start(base: Path, repeats: int) -> list[Row]:
             editor = spawn_tui(sandbox, init)
             try:
                 if with_plugin:
-                    wait_for(lambda s=sandbox: s.gemini_dir.exists() and any(s.gemini_dir.iterdir()), 60, "file")
+                    wait_for(lambda s=sandbox: any(s.gemini_dir.glob("gemini-ide-server-*.json")), 60, "file")
                     to_file.append((time.monotonic() - started) * 1000)
                     initialize_when_advertised(sandbox)
                     to_initialize.append((time.monotonic() - started) * 1000)
