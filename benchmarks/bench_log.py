@@ -71,8 +71,16 @@ def drained(path: Path) -> None:
         return
     marker = f"bench marker {time.perf_counter_ns()}"
     log.write(log.ERROR, marker)
-    while not (path.exists() and marker.encode() in path.read_bytes()[-4096:]):
+    while marker.encode() not in tail(path):
         time.sleep(0.001)
+
+
+def tail(path: Path) -> bytes:
+    """The file's last 4 KiB; nothing while it is being rotated (renamed to `.1`, a new one not yet made)."""
+    try:
+        return path.read_bytes()[-4096:]
+    except FileNotFoundError:
+        return b""
 
 
 def writer_micros(path: Path) -> float:
