@@ -137,6 +137,34 @@ def test_a_read_only_unmodifiable_buffer_follows_without_an_error(editor_factory
     assert ed.lua(ASKED) == 0
 
 
+def test_a_file_written_again_the_moment_after_it_was_opened_is_followed(editor_factory, sandbox: Sandbox):
+    """The file changes between Neovim's read and the plugin's first look at it (an agent writing
+    again as the user opens it): the buffer still comes to show the new bytes, never stays behind
+    with the old ones passing for the file's. The moment is made certain: libuv's four pool
+    threads are held (each opening a FIFO no one writes yet), so the plugin's look waits until
+    after the write."""
+    path = sandbox.project / "racy.txt"
+    path.write_text("old\n")
+    fifos = [sandbox.base / f"hold{i}" for i in range(4)]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    ed = editor_factory(NO_HOOKS)
+    ed.wait_state("running")
+    ed.lua(
+        "local path, text, fifos = ..."
+        " for _, fifo in ipairs(fifos) do vim.uv.fs_open(fifo, 'r', 0, function(_, fd) vim.uv.fs_close(fd) end) end"
+        " vim.cmd.edit(vim.fn.fnameescape(path))"
+        " local f = assert(io.open(path, 'w')) f:write(text) f:close()",
+        str(path),
+        "new\nbytes\n",
+        [str(fifo) for fifo in fifos],
+    )
+    for fifo in fifos:
+        os.close(os.open(fifo, os.O_WRONLY))  # the pool thread's open returns
+    wait_for(lambda: lines(ed) == "new\nbytes", 10, "the buffer to follow the file")
+    assert ed.lua("return vim.bo.modified") is False and ed.lua(ASKED) == 0
+
+
 def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbox: Sandbox):
     """A CR LF file and a Latin-1 one under unsaved edits: the agent's side is the file's lines as
     Neovim read the buffer (no ^M on each line, é not <e9>), so the diff shows the one line the
@@ -263,8 +291,11 @@ def test_a_tool_hook_sweeps_what_no_watch_saw(editor_factory, sandbox: Sandbox):
     ed.wait_state("running")
     ed.nvim.command("silent argdo edit")
     wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 256, 30, "256 folders watched")
+    os.utime(paths[256], (1e9, 1e9))  # not a file that may have changed since it was opened
     ed.nvim.command(f"edit {paths[256]}")
     buf = ed.lua("return vim.api.nvim_get_current_buf()")
+    paths[0].write_text("first\n")  # followed: the plugin's first look at the 257th is over
+    wait_for(lambda: lines(ed, ed.lua("return vim.fn.bufnr(...)", str(paths[0]))) == "first", 10, "the watched file")
     paths[256].write_text("new\n")
     paths[0].write_text("new\n")  # a watched one, as a witness that the watch has had its chance
     wait_for(lambda: lines(ed, ed.lua("return vim.fn.bufnr(...)", str(paths[0]))) == "new", 10, "the watched file")

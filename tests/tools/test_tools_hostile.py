@@ -223,27 +223,49 @@ def test_a_user_buffer_named_outside_is_never_answered(lsp_editor, sandbox, outs
     assert SECRET not in json.dumps(tools("get_diagnostics"))
 
 
-def test_a_buffer_autoread_reloaded_through_a_link_is_not_answered(lsp_editor, sandbox, outside):
+def test_a_buffer_autoread_reloaded_through_a_link_is_not_answered(editor_factory, sandbox, outside):
     """'autoread' reloads an unchanged buffer from whatever its name points at when Neovim checks
     it: a link swapped in and out again leaves the user's buffer of an inside name holding the
-    outside bytes. The tools answer with the file's bytes or refuse, never with that buffer."""
-    notes = sandbox.project / "notes.py"
-    notes.write_text(module(INSIDE))
-    lsp_editor.nvim.command(f"edit {notes}")
-    os.utime(outside / "secret.py", (1e9, 1e9))  # another time: the check sees a change
-    notes.unlink()
-    notes.symlink_to(outside / "secret.py")
-    lsp_editor.nvim.command("checktime")
-    assert lsp_editor.lua(LOADED_WITH_SECRET, SECRET) == str(notes)  # what Neovim itself does
-    notes.unlink()
-    notes.write_text(module(INSIDE))  # inside again, the buffer left as it was
-    tools = ToolsClient(lsp_editor.status())
+    outside bytes. The tools answer with the file's bytes or refuse, never with that buffer.
+    Follow is off here: it would reload the buffer from the inside file, at a moment of its own."""
+    editor = editor_factory(setup={"follow": {"enabled": False}})
+    editor.wait_state("running")
+    notes = buffer_loaded_through_a_link(edit_with_pylsp(editor, sandbox.project / "notes.py"), outside)
+    tools = ToolsClient(editor.status())
     read = tools("read_buffer", path="notes.py")
     assert INSIDE in read["text"] and SECRET not in json.dumps(read) and read["open_in_editor"]
     for tool in ("lsp_definition", "lsp_references", "lsp_hover", "lsp_document_symbols"):
         message = tools.refused(tool, path="notes.py", **PATH_TOOLS[tool])
         assert "is not the file on disk" in message and SECRET not in message
     assert tools("open_file", path="notes.py", line=1) == {"opened": "notes.py", "line": 1}  # the user's view
+    assert editor.lua(LOADED_WITH_SECRET, SECRET) == str(notes)  # the user's buffer left alone
+
+
+def test_a_buffer_autoread_reloaded_through_a_link_follows_the_inside_file(lsp_editor, sandbox, outside):
+    """With follow on (the default), that buffer is reloaded from the inside file written after it,
+    and from then on the tools answer for the inside bytes, never the outside ones."""
+    buffer_loaded_through_a_link(lsp_editor, outside, sandbox.project / "notes.py")
+    wait_for(lambda: lsp_editor.lua(LOADED_WITH_SECRET, SECRET) is None, 30, "the buffer to follow its file")
+    tools = ToolsClient(lsp_editor.status())
+    for tool in ("read_buffer", "lsp_definition", "lsp_references", "lsp_hover", "lsp_document_symbols"):
+        answer = json.dumps(tools(tool, path="notes.py", **PATH_TOOLS[tool]))
+        assert SECRET not in answer and (tool == "lsp_references" or INSIDE in answer), (tool, answer)
+
+
+def buffer_loaded_through_a_link(editor: Editor, outside: Path, notes: Path | None = None) -> Path:
+    """`notes` (default: the editor's current file) edited, swapped for a link to the outside
+    secret, checked (Neovim's autoread loads the secret), then written inside again."""
+    notes = notes or Path(editor.nvim.current.buffer.name)
+    notes.write_text(module(INSIDE))
+    editor.nvim.command(f"edit! {notes}")
+    os.utime(outside / "secret.py", (1e9, 1e9))  # another time: the check sees a change
+    notes.unlink()
+    notes.symlink_to(outside / "secret.py")
+    editor.nvim.command("checktime")
+    assert editor.lua(LOADED_WITH_SECRET, SECRET) == str(notes)  # what Neovim itself does
+    notes.unlink()
+    notes.write_text(module(INSIDE))  # inside again, the buffer left as it was
+    return notes
 
 
 def test_a_hidden_buffer_the_tools_loaded_follows_its_file(lsp_editor, sandbox):

@@ -23,6 +23,9 @@ local MIN_GAP_MS = 100
 local SLICE_NS = 1e6
 -- Files read at once.
 local MAX_READS = 4
+-- A file modified this close to its buffer's read (s, the clock's granularity) may have changed
+-- after it: it is read once more.
+local RECENT_S = 2
 
 ---@class gemini_companion.Followed
 ---@field name string the buffer's file, as Neovim reads it
@@ -48,7 +51,7 @@ local group ---@type integer?
 
 local burst = require('gemini_companion.follow.burst')
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, recheck, watch, read, pump, drain, apply -- below the public functions
+local mark, in_step, recheck, watch, read, pump, drain, apply -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -128,18 +131,12 @@ function M.track(buf)
   local entry = followed[buf]
   if entry and entry.name == name then
     mark(buf, entry, nil) -- read or written: in step with the file again
-    vim.uv.fs_stat(name, function(_, stat)
-      entry.sig = signature(stat)
-    end)
-    return
+    return in_step(buf, entry)
   end
   M.untrack(buf)
   entry = { name = name, sig = 'missing' }
   followed[buf] = entry
-  vim.uv.fs_stat(name, function(_, stat)
-    entry.sig = signature(stat)
-    watch(buf, entry)
-  end)
+  in_step(buf, entry, watch)
 end
 
 --- Stop following `buf`; its folder's watch goes with the folder's last buffer.
@@ -199,6 +196,28 @@ function M.settle_soon()
 end
 
 -- --- watching ----------------------------------------------------------------------------------
+
+--- Take what `entry`'s file is now as what the buffer holds (it was just read or written), then
+--- `next_step`. The stat comes after Neovim's read: a file changed in between (written again a
+--- moment after it was opened) would pass for the one read, and the buffer would never follow it.
+--- A file changed that recently is read once more and compared.
+---@param buf integer
+---@param entry gemini_companion.Followed
+---@param next_step? fun(buf: integer, entry: gemini_companion.Followed)
+function in_step(buf, entry, next_step)
+  local read_at = os.time()
+  vim.uv.fs_stat(entry.name, function(_, stat)
+    entry.sig = signature(stat)
+    if stat and stat.mtime.sec >= read_at - RECENT_S then
+      entry.sig = 'unconfirmed'
+      pending[buf] = true
+      M.settle_soon()
+    end
+    if next_step then
+      next_step(buf, entry)
+    end
+  end)
+end
 
 --- A change in `folder`: its file `name` (nil: any of them) is read once the burst settles.
 ---@param folder string
