@@ -8,11 +8,20 @@ local message = require('gemini_companion.message')
 local M = {}
 local H = {}
 
---- `:[range]GeminiSend[!] [agent] [prompt]`
+--- `:[range]GeminiSend[!] [agent] [prompt]`: the range's snippet, then the prompt; a prompt with
+--- placeholders (agents/placeholders.lua) is sent alone, filled in.
 ---@param opts table
 function M.send(opts)
   local prompt = require('gemini_companion.agents.prompt')
   local name, words = H.agent_and_rest(opts.fargs)
+  local placeholders = require('gemini_companion.agents.placeholders')
+  if placeholders.any(table.concat(words, ' ')) then -- the prompt says what goes with it
+    local text, why = placeholders.expand(table.concat(words, ' '), placeholders.context(opts))
+    if not text then
+      return message.notify('GeminiSend: ' .. why, 'error')
+    end
+    return agents.send(name, text, opts.bang)
+  end
   local path = vim.api.nvim_buf_get_name(0)
   if path == '' then
     return message.notify('GeminiSend: this buffer has no file', 'error')

@@ -362,6 +362,24 @@ function M.send(name, text, submit)
   end)
 end
 
+--- Send `prompt` with its placeholders (`{file}`, `{position}`, `{selection}`, `{diagnostics}`,
+--- `{quickfix}`: agents/placeholders.lua) filled from the current window and, in Visual mode, the
+--- selection. A placeholder that cannot be filled sends nothing: false and the reason (also shown).
+---@param prompt string
+---@param opts? {agent?: string, submit?: boolean}
+---@return boolean sent, string? why
+function M.ask(prompt, opts)
+  opts = opts or {}
+  local placeholders = require('gemini_companion.agents.placeholders')
+  local text, why = placeholders.expand(prompt, placeholders.context())
+  if not text then
+    message.notify(why, 'error')
+    return false, why
+  end
+  M.send(opts.agent, text, opts.submit)
+  return true
+end
+
 --- A new server (`:GeminiCompanion restart`, or the host came back): each agent's files now
 --- point to it. The CLIs do not reconnect on their own: say what to type.
 local function rewire()
