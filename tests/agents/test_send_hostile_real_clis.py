@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from agents.send_helpers import HOSTILE_LINES, HOSTILE_NAME, snippet
-from agents.tui_helpers import agent_screen, one_agent
+from agents.tui_helpers import agent_screen, one_agent, turns
 from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
 from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
@@ -38,25 +37,6 @@ NAMES = [
 GLOB_NAMES = ["*.txt", "a?.txt", "[x].txt", "{y,z}.txt"]
 QWEN_ONLY = [*GLOB_NAMES, 'it\'s "q".txt']
 DECOYS = ["a1.txt", "x.txt", "y.txt"]  # what the glob names would match
-
-
-def user_text(cli: str, body: dict[str, Any]) -> list[str]:
-    """The texts of the last user turn in a model request."""
-    if cli == "gemini":
-        return [p.get("text", "") for p in body["contents"][-1]["parts"]]
-    content = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-    return [content] if isinstance(content, str) else [p.get("text", "") for p in content]
-
-
-def turns(cli: str, model: FakeModel, marker: str) -> list[list[str]]:
-    """The user turns sent to the model whose text has `marker` (side calls left out)."""
-    found = []
-    for request in list(model.requests):
-        if "streamGenerateContent" in request["path"] or "chat/completions" in request["path"]:
-            texts = user_text(cli, request["body"])
-            if any(marker in text for text in texts):
-                found.append(texts)
-    return found
 
 
 @pytest.fixture(params=["gemini", "qwen"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from conftest import Sandbox
 from harness.fake_model import FakeModel, Turn
@@ -54,3 +55,22 @@ def agent_screen(tui: Tui, name: str) -> str:
         " return a and table.concat(vim.api.nvim_buf_get_lines(a.buf, 0, -1, false), '\\n') or ''",
         name,
     )
+
+
+def user_text(cli: str, body: dict[str, Any]) -> list[str]:
+    """The texts of the last user turn in a model request."""
+    if cli == "gemini":
+        return [p.get("text", "") for p in body["contents"][-1]["parts"]]
+    content = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    return [content] if isinstance(content, str) else [p.get("text", "") for p in content]
+
+
+def turns(cli: str, model: FakeModel, marker: str) -> list[list[str]]:
+    """The user turns sent to the model whose text has `marker` (side calls left out)."""
+    found = []
+    for request in list(model.requests):
+        if "streamGenerateContent" in request["path"] or "chat/completions" in request["path"]:
+            texts = user_text(cli, request["body"])
+            if any(marker in text for text in texts):
+                found.append(texts)
+    return found
