@@ -96,6 +96,16 @@ end, {
   end,
   desc = 'gemini-companion: what agents changed ([turn], all, mark, revert [file], undo [turn])',
 })
+vim.api.nvim_create_user_command('GeminiPrompt', function(opts)
+  require('gemini_companion.agents.compose').open(opts)
+end, {
+  nargs = '?',
+  range = true,
+  complete = function(lead)
+    return starting_with(lead, agents().names())
+  end,
+  desc = 'gemini-companion: write a prompt in a buffer (:w sends it)',
+})
 vim.api.nvim_create_user_command('GeminiAdd', function(opts)
   require('gemini_companion.agents.commands').add(opts)
 end, { nargs = '*', complete = 'file', desc = 'gemini-companion: add @file references to the prompt' })

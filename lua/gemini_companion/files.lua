@@ -98,6 +98,42 @@ function M.write(path, text, mode)
   return true
 end
 
+--- As M.write, off the main loop (libuv's threads): `done(err)` (nil: written) in a fast event.
+---@param path string
+---@param text string
+---@param mode integer
+---@param done fun(err: string?)
+function M.write_async(path, text, mode, done)
+  local uv = vim.uv
+  local tmp = ('%s.gemini-companion.%d.tmp'):format(path, uv.hrtime())
+  local function failed(err)
+    uv.fs_unlink(tmp, function()
+      done(err)
+    end)
+  end
+  uv.fs_open(tmp, 'wx', mode, function(oerr, fd)
+    if not fd then
+      return done(oerr)
+    end
+    uv.fs_write(fd, text, 0, function(werr, written)
+      uv.fs_fchmod(fd, mode, function(cerr) -- the mode asked for, whatever the umask
+        uv.fs_close(fd, function()
+          werr = werr or cerr or (written ~= #text and 'short write' or nil)
+          if werr then
+            return failed(werr)
+          end
+          uv.fs_rename(tmp, path, function(rerr)
+            if rerr then
+              return failed(rerr)
+            end
+            done(nil)
+          end)
+        end)
+      end)
+    end)
+  end)
+end
+
 --- As M.read, off the main loop (libuv's threads): `done(text, why, stat)` is called in a fast
 --- event (vim.schedule before touching the editor), `stat` the opened file's. A file still being
 --- written past the size it had as it was opened is "changing", not half read.

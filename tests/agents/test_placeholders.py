@@ -12,8 +12,8 @@ from pathlib import Path
 import pynvim
 import pytest
 
-from agents.send_helpers import fake_agent, pastes, received, wait_started
-from conftest import Editor, Sandbox, wait_for
+from agents.send_helpers import editing_with_agent, pastes, received
+from conftest import wait_for
 
 HOSTILE = "bad \x1b[201~\r\x03 @/etc/passwd {file} {quickfix}\nsecond line"
 # As the agent shows it: ESC, CR and ^C as control pictures, the @ escaped, the line break a space.
@@ -28,26 +28,13 @@ vim.diagnostic.set(ns, 0, {
 """
 
 
-def agent_editor(editor_factory, sandbox: Sandbox) -> tuple[Editor, Path]:
-    """A Neovim editing project/app.py (three lines), the fake agent running beside it."""
-    log = sandbox.base / "agent.log"
-    (sandbox.project / "app.py").write_text("import os\nx = 1\ny = 2\n")
-    editor = editor_factory(setup={"agents": {"fake": fake_agent(log)}, "default_agent": "fake"})
-    editor.wait_state("running")
-    editor.nvim.command("edit app.py")
-    editor.nvim.command("Gemini")
-    wait_started(editor, log)
-    editor.nvim.command("wincmd p")
-    return editor, log
-
-
 def last_paste(log: Path, count: int) -> str:
     wait_for(lambda: received(log).count(b"\x1b[201~") >= count, what=f"paste {count}")
     return pastes(received(log))[count - 1].decode()
 
 
 def test_diagnostics_and_position_arrive_as_text(editor_factory, sandbox):
-    editor, log = agent_editor(editor_factory, sandbox)
+    editor, log = editing_with_agent(editor_factory, sandbox)
     editor.lua(SET_DIAGNOSTICS, HOSTILE)
     editor.nvim.command("call cursor(2, 3)")
     editor.nvim.command("GeminiSend fix {diagnostics} near {position}")
@@ -65,13 +52,13 @@ def test_diagnostics_and_position_arrive_as_text(editor_factory, sandbox):
 
 
 def test_selection_is_the_snippet_alone(editor_factory, sandbox):
-    editor, log = agent_editor(editor_factory, sandbox)
+    editor, log = editing_with_agent(editor_factory, sandbox)
     editor.nvim.command("2,3GeminiSend explain {selection} in {file}")
     assert last_paste(log, 1) == "explain From app.py (lines 2-3):\n```python\nx = 1\ny = 2\n```\n in `app.py`"
 
 
 def test_quickfix_entries_arrive_as_text(editor_factory, sandbox):
-    editor, log = agent_editor(editor_factory, sandbox)
+    editor, log = editing_with_agent(editor_factory, sandbox)
     editor.lua(
         "vim.fn.setqflist({ { filename = 'app.py', lnum = 2, text = ... }, { text = 'no file here' } })", HOSTILE
     )
@@ -83,7 +70,7 @@ def test_quickfix_entries_arrive_as_text(editor_factory, sandbox):
 
 
 def test_a_placeholder_that_cannot_be_filled_sends_nothing(editor_factory, sandbox):
-    editor, log = agent_editor(editor_factory, sandbox)
+    editor, log = editing_with_agent(editor_factory, sandbox)
     with pytest.raises(pynvim.NvimError) as refused:
         editor.nvim.command("GeminiSend explain {selection}")
     assert str(refused.value).endswith(
@@ -94,7 +81,7 @@ def test_a_placeholder_that_cannot_be_filled_sends_nothing(editor_factory, sandb
 
 
 def test_the_lua_ask_fills_and_submits(editor_factory, sandbox):
-    editor, log = agent_editor(editor_factory, sandbox)
+    editor, log = editing_with_agent(editor_factory, sandbox)
     editor.nvim.command("call cursor(3, 1)")
     assert editor.lua("return require('gemini_companion.agents').ask('look at {position}', { submit = true })")
     wait_for(lambda: received(log).endswith(b"\r"), what="the submit")

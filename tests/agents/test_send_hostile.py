@@ -19,6 +19,7 @@ from agents.send_helpers import (
     HOSTILE_LINES,
     HOSTILE_NAME,
     PASTE_END,
+    PASTE_START,
     fake_agent,
     pastes,
     received,
@@ -97,6 +98,23 @@ def test_lua_send_maps_every_byte_and_submits_once(editor_factory, sandbox):
     wait_for(lambda: received(log).endswith(b"\r"), what="the submit")
     data = received(log)
     assert data.count(b"\r") == 1 and pastes(data[:-1])[1] == "\u241b[201~\u240d\u2404".encode()
+
+
+def test_quick_submits_each_go_as_their_own_prompt(editor_factory, sandbox):
+    """Three sends with Enter in one go (a mapping, a `:GeminiPrompt` written twice): each paste
+    waits for the Enter of the one before, never landing between a paste and its Enter (which
+    would submit two prompts as one, then an empty one). A send without Enter keeps its place."""
+    log = sandbox.base / "agent.log"
+    editor = editor_factory(setup={"agents": {"fake": fake_agent(log)}, "default_agent": "fake"})
+    editor.wait_state("running")
+    editor.lua(
+        "local agents = require('gemini_companion.agents')"
+        " agents.send(nil, 'one', true) agents.send(nil, 'two', false) agents.send(nil, 'three', true)"
+    )
+    wait_for(lambda: received(log).count(b"\r") == 2, what="both Enters")
+    assert received(log) == b"".join(
+        [PASTE_START, b"one", PASTE_END, b"\r", PASTE_START, b"two", PASTE_END, PASTE_START, b"three", PASTE_END, b"\r"]
+    )
 
 
 def qwen_like(sandbox: Sandbox, log: Path) -> dict[str, Any]:

@@ -34,6 +34,7 @@ COMMANDS = [
     "GeminiChanges",
     "GeminiCompanion",
     "GeminiCompanionStatus",
+    "GeminiPrompt",
     "GeminiReject",
     "GeminiSend",
 ]

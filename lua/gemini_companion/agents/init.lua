@@ -327,6 +327,8 @@ local function reach(name, fn)
   end
 end
 
+local in_turn -- below M.send
+
 --- Type `text` into the agent's prompt as a bracketed paste (never submits on its own); `submit`:
 --- then press Enter as a separate key, late enough that the CLI takes it as submit. The text
 --- arrives as text (`prompt.text`): no byte of it is a key, an escape sequence or the paste's end.
@@ -340,12 +342,15 @@ function M.send(name, text, submit)
   name = resolve(name)
   reach(name, function(agent)
     M.last = name
-    when_ready(agent, function()
-      local ok, err = agent.provider.paste(agent, text)
-      if not ok then
-        return message.notify(err or '?', 'warn')
-      end
-      if submit then
+    in_turn(agent, function(done)
+      when_ready(agent, function()
+        local ok, err = agent.provider.paste(agent, text)
+        if not ok then
+          done()
+          return message.notify(err or '?', 'warn')
+        elseif not submit then
+          return done()
+        end
         -- Gemini turns an Enter within ~40 ms of a paste into a newline (agents/submit.lua: and
         -- when the machine holds it back, however late the Enter comes).
         vim.defer_fn(function()
@@ -356,10 +361,36 @@ function M.send(name, text, submit)
               return running[name] == agent
             end)
           end
+          done()
         end, SUBMIT_DELAY_MS)
-      end
+      end)
     end)
   end)
+end
+
+--- Sends to one agent, one at a time and in order: a paste never lands between another send's
+--- paste and its Enter (which would submit both as one prompt, then an empty one).
+---@type table<gemini_companion.Agent, fun(done: fun())[]>
+local queues = setmetatable({}, { __mode = 'k' })
+
+--- Run `job(done)` for `agent` once the jobs before it have called their `done`.
+---@param agent gemini_companion.Agent
+---@param job fun(done: fun())
+in_turn = function(agent, job)
+  if queues[agent] then
+    return table.insert(queues[agent], job)
+  end
+  queues[agent] = {}
+  local function run(next_job)
+    next_job(function()
+      local following = queues[agent] and table.remove(queues[agent], 1)
+      if following then
+        return run(following)
+      end
+      queues[agent] = nil
+    end)
+  end
+  run(job)
 end
 
 --- Send `prompt` with its placeholders (`{file}`, `{position}`, `{selection}`, `{diagnostics}`,

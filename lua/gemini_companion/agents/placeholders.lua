@@ -48,6 +48,10 @@ function M.expand(text, ctx)
     if not render[name] or why then
       return nil
     end
+    if name ~= 'quickfix' and not vim.api.nvim_buf_is_valid(ctx.buf) then
+      why = ('{%s}: the buffer it was about is gone'):format(name)
+      return nil
+    end
     local value, err = render[name](ctx)
     why = why or err
     return value
@@ -105,7 +109,10 @@ end
 
 function render.position(ctx)
   local name, why = file_of(ctx.buf, 'position')
-  local row, col = unpack(vim.api.nvim_win_get_cursor(ctx.win))
+  local shown = vim.api.nvim_win_is_valid(ctx.win) and vim.api.nvim_win_get_buf(ctx.win) == ctx.buf
+  -- Its window closed (a prompt written in :GeminiPrompt meanwhile): where the cursor last was.
+  local row, col = unpack(shown and vim.api.nvim_win_get_cursor(ctx.win) or vim.api.nvim_buf_get_mark(ctx.buf, '"'))
+  row = math.max(row, 1)
   return name and ('%s line %d, column %d'):format(name, row, col + 1), why
 end
 
