@@ -1,6 +1,7 @@
 --- The statusline string: each agent and its state, the open reviews, the files the last turn
 --- changed, with highlight groups (`GeminiStatus*`). Rebuilt on the plugin's User events only, so
---- a redraw reads a cached string.
+--- a redraw reads a cached string; each rebuild asks for the statuslines to be drawn again (nothing
+--- else would until the user moves, or lualine's timer comes: ~0.5 s late on average).
 local M = {}
 local H = {}
 
@@ -65,6 +66,18 @@ function H.rebuild()
     table.insert(plain, text)
   end
   cache.line, cache.plain = table.concat(parts, ' · '), table.concat(plain, ' · ')
+  H.redraw()
+end
+
+--- Show the new string now: lualine (when it is loaded) evaluates it again, on its own queue (one
+--- refresh within its refresh_time, however many events); a plain 'statusline' is drawn again.
+function H.redraw()
+  local lualine = package.loaded['lualine']
+  if type(lualine) == 'table' and type(lualine.refresh) == 'function' then
+    pcall(lualine.refresh, { place = { 'statusline' } })
+  else
+    pcall(vim.cmd.redrawstatus, { bang = true })
+  end
 end
 
 function H.highlights()
