@@ -1,0 +1,175 @@
+"""Picker actions (issue 35): inside the real telescope, fzf-lua and snacks (picker and explorer),
+pinned in /work/shared/fixtures/user-plugins/ and set up as the help's snippets say, the action hands
+the selected files, or the entry under the cursor when none is selected, to the agent exactly as
+:GeminiAdd would. The agent is tests/harness/fake_agent.py, which records the bytes it is sent (a
+CLI read as Gemini: a name with a `"` goes as the plain path, in a code span)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import HARNESS, Editor, Sandbox, wait_for
+
+PLUGINS = Path("/work/shared/fixtures/user-plugins")
+PASTE = re.compile(rb"\x1b\[200~(.*?)\x1b\[201~", re.DOTALL)
+
+QUOTED, HASHED, PLAIN = 'it\'s "q" 100%.txt', "#x y.txt", "plain.txt"
+NEWLINE = "new\nline.txt"  # listed by the explorer (it reads the folder); the others list lines of `find`
+# What :GeminiAdd sends for each (at_path.lua's forms).
+SENT = {
+    QUOTED: b'`it\'s "q" 100%.txt`',
+    HASHED: b"@./\\#x\\ y.txt",
+    PLAIN: b"@./plain.txt",
+    NEWLINE: "@./new\u240aline.txt".encode(),
+}
+# A query that leaves only that name in fzf (the typed keys, '<' as <lt>).
+QUERY = {QUOTED: "100%", HASHED: "#x"}
+
+TELESCOPE = """
+vim.opt.rtp:prepend(...)
+local add = require('gemini_companion.pickers').telescope_action
+require('telescope').setup({ defaults = { mappings = { i = { ['<C-g>'] = add }, n = { ['<C-g>'] = add } } } })
+require('telescope.builtin').find_files()
+"""
+TELESCOPE_COUNT = """
+local picker = require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf())
+return picker and picker.manager and picker.manager:num_results() or 0
+"""
+TELESCOPE_SELECT = """
+local names, cursor = ...
+local prompt = vim.api.nvim_get_current_buf()
+local picker = require('telescope.actions.state').get_current_picker(prompt)
+local function row(name)
+  for i = 1, picker.manager:num_results() do
+    if picker.manager:get_entry(i).value:gsub('^%./', '') == name then return picker:get_row(i) end
+  end
+end
+for _, name in ipairs(names) do
+  picker:set_selection(row(name))
+  require('telescope.actions').toggle_selection(prompt)
+end
+picker:set_selection(row(cursor))
+"""
+
+FZF_LUA = """
+vim.opt.rtp:prepend(...)
+require('fzf-lua').setup({
+  files = { file_icons = false, git_icons = false },
+  actions = { files = { true, ['ctrl-g'] = require('gemini_companion.pickers').fzf_lua_action } },
+})
+require('fzf-lua').files()
+"""
+
+SNACKS = """
+local path, source = ...
+vim.opt.rtp:prepend(path)
+require('snacks').setup({
+  explorer = { enabled = true },
+  picker = {
+    actions = { gemini_add = require('gemini_companion.pickers').snacks_action },
+    win = {
+      input = { keys = { ['<C-g>'] = { 'gemini_add', mode = { 'n', 'i' } } } },
+      list = { keys = { ['<C-g>'] = 'gemini_add' } },
+    },
+  },
+})
+Snacks.picker[source]()
+"""
+# The names a snacks picker lists; the picker's own focused window (input or list) has the keys.
+SNACKS_NAMES = """
+local picker = Snacks.picker.get()[1]
+if not picker or not picker.list.win:valid() then return {} end
+local names = {}
+for _, item in ipairs(picker:items()) do table.insert(names, vim.fs.basename(Snacks.picker.util.path(item) or '')) end
+return names
+"""
+SNACKS_SELECT = """
+local names, cursor = ...
+local picker = Snacks.picker.get()[1]
+local function find(name)
+  for i, item in ipairs(picker:items()) do
+    if vim.fs.basename(Snacks.picker.util.path(item)) == name then return i, item end
+  end
+end
+for _, name in ipairs(names) do picker.list:select(select(2, find(name))) end
+picker.list:view((find(cursor)))
+"""
+
+
+def pastes(log: Path) -> list[bytes]:
+    return PASTE.findall(log.read_bytes()) if log.exists() else []
+
+
+def telescope(editor: Editor, names: list[str], cursor: str, files: int) -> None:
+    editor.lua("vim.opt.rtp:prepend(...)", str(PLUGINS / "plenary.nvim"))
+    editor.lua(TELESCOPE, str(PLUGINS / "telescope.nvim"))
+    wait_for(lambda: editor.lua(TELESCOPE_COUNT) == files, what="telescope listing the files")
+    editor.lua(TELESCOPE_SELECT, names, cursor)
+    editor.nvim.input("<C-g>")
+
+
+def fzf_lua(editor: Editor, names: list[str], cursor: str, files: int) -> None:
+    editor.lua(FZF_LUA, str(PLUGINS / "fzf-lua"))
+
+    def shows(count: str) -> bool:  # fzf's info line, e.g. `1/4 (2)`
+        return editor.lua("return vim.bo.buftype") == "terminal" and any(
+            re.match(rf"\s*{count}\b", line) for line in editor.nvim.current.buffer[:]
+        )
+
+    wait_for(lambda: shows(f"{files}/{files}"), what="fzf listing the files")
+    for name in names:
+        editor.nvim.input(QUERY[name])
+        wait_for(lambda: shows(f"1/{files}"), what=f"fzf finding {name!r}")
+        editor.nvim.input("<Tab><C-u>")
+        wait_for(lambda: shows(f"{files}/{files}"), what="the query cleared")
+    editor.nvim.input(QUERY[cursor])
+    wait_for(lambda: shows(f"1/{files}"), what=f"fzf finding {cursor!r}")
+    editor.nvim.input("<C-g>")
+
+
+def snacks(source: str) -> Callable[[Editor, list[str], str, int], None]:
+    def drive(editor: Editor, names: list[str], cursor: str, files: int) -> None:
+        editor.lua(SNACKS, str(PLUGINS / "snacks.nvim"), source)
+        wait_for(lambda: len(set(editor.lua(SNACKS_NAMES)) & set(SENT)) == files, what=f"snacks {source} listing")
+        editor.lua(SNACKS_SELECT, names, cursor)
+        editor.nvim.input("<C-g>")
+
+    return drive
+
+
+PICKERS = {
+    "telescope": telescope,
+    "fzf-lua": fzf_lua,
+    "snacks-picker": snacks("files"),
+    "snacks-explorer": snacks("explorer"),
+}
+
+
+def project(sandbox: Sandbox, picker: str) -> int:
+    names = [QUOTED, HASHED, PLAIN] + ([NEWLINE] if picker == "snacks-explorer" else [])
+    for name in names:
+        (sandbox.project / name).write_text("x\n")
+    return len(names)
+
+
+@pytest.mark.parametrize("picker", sorted(PICKERS))
+@pytest.mark.parametrize("selected", ["two-selected", "none-selected"])
+def test_a_picker_action_adds_files_as_gemini_add_does(editor_factory, sandbox, picker, selected):
+    log = sandbox.base / "agent.log"
+    agent = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(log)}}
+    editor = editor_factory(setup={"agents": {"fake": agent}, "default_agent": "fake"})
+    editor.wait_state("running")
+    files = project(sandbox, picker)
+    two = [QUOTED, NEWLINE if picker == "snacks-explorer" else HASHED]
+    PICKERS[picker](editor, two if selected == "two-selected" else [], HASHED, files)
+    sent = wait_for(lambda: pastes(log), what="the references at the agent")
+    if selected == "two-selected":  # in the order selected (the entry under the cursor is not one)
+        assert sent == [SENT[two[0]] + b" " + SENT[two[1]] + b" "]
+    else:
+        assert sent == [SENT[HASHED] + b" "]
+    assert "GeminiAdd" not in editor.messages()
