@@ -13,20 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HARNESS, Editor, Sandbox, wait_for
+from conftest import HARNESS, Editor, wait_for
 
 PLUGINS = Path("/work/shared/fixtures/user-plugins")
 PASTE = re.compile(rb"\x1b\[200~(.*?)\x1b\[201~", re.DOTALL)
 
 QUOTED, HASHED, PLAIN = 'it\'s "q" 100%.txt', "#x y.txt", "plain.txt"
 NEWLINE = "new\nline.txt"  # listed by the explorer (it reads the folder); the others list lines of `find`
-# What :GeminiAdd sends for each (at_path.lua's forms).
+# What :GeminiAdd sends for each (at_path.lua's forms), in the working directory or a folder of it.
 SENT = {
-    QUOTED: b'`it\'s "q" 100%.txt`',
-    HASHED: b"@./\\#x\\ y.txt",
-    PLAIN: b"@./plain.txt",
-    NEWLINE: "@./new\u240aline.txt".encode(),
+    QUOTED: '`{}it\'s "q" 100%.txt`',
+    HASHED: "@./{}\\#x\\ y.txt",
+    PLAIN: "@./{}plain.txt",
+    NEWLINE: "@./{}new\u240aline.txt",
 }
+FOLDERS = {"": "", "sub dir": "sub\\ dir/"}  # a folder, and as an @path names it
 # A query that leaves only that name in fzf (the typed keys, '<' as <lt>).
 QUERY = {QUOTED: "100%", HASHED: "#x"}
 
@@ -34,7 +35,7 @@ TELESCOPE = """
 vim.opt.rtp:prepend(...)
 local add = require('gemini_companion.pickers').telescope_action
 require('telescope').setup({ defaults = { mappings = { i = { ['<C-g>'] = add }, n = { ['<C-g>'] = add } } } })
-require('telescope.builtin').find_files()
+require('telescope.builtin').find_files((select(2, ...)))
 """
 TELESCOPE_COUNT = """
 local picker = require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf())
@@ -62,11 +63,11 @@ require('fzf-lua').setup({
   files = { file_icons = false, git_icons = false },
   actions = { files = { true, ['ctrl-g'] = require('gemini_companion.pickers').fzf_lua_action } },
 })
-require('fzf-lua').files()
+require('fzf-lua').files((select(2, ...)))
 """
 
 SNACKS = """
-local path, source = ...
+local path, source, opts = ...
 vim.opt.rtp:prepend(path)
 require('snacks').setup({
   explorer = { enabled = true },
@@ -78,7 +79,7 @@ require('snacks').setup({
     },
   },
 })
-Snacks.picker[source]()
+Snacks.picker[source](opts)
 """
 # The names a snacks picker lists; the picker's own focused window (input or list) has the keys.
 SNACKS_NAMES = """
@@ -105,16 +106,16 @@ def pastes(log: Path) -> list[bytes]:
     return PASTE.findall(log.read_bytes()) if log.exists() else []
 
 
-def telescope(editor: Editor, names: list[str], cursor: str, files: int) -> None:
+def telescope(editor: Editor, names: list[str], cursor: str, files: int, opts: dict[str, str]) -> None:
     editor.lua("vim.opt.rtp:prepend(...)", str(PLUGINS / "plenary.nvim"))
-    editor.lua(TELESCOPE, str(PLUGINS / "telescope.nvim"))
+    editor.lua(TELESCOPE, str(PLUGINS / "telescope.nvim"), opts)
     wait_for(lambda: editor.lua(TELESCOPE_COUNT) == files, what="telescope listing the files")
     editor.lua(TELESCOPE_SELECT, names, cursor)
     editor.nvim.input("<C-g>")
 
 
-def fzf_lua(editor: Editor, names: list[str], cursor: str, files: int) -> None:
-    editor.lua(FZF_LUA, str(PLUGINS / "fzf-lua"))
+def fzf_lua(editor: Editor, names: list[str], cursor: str, files: int, opts: dict[str, str]) -> None:
+    editor.lua(FZF_LUA, str(PLUGINS / "fzf-lua"), opts)
 
     def shows(count: str) -> bool:  # fzf's info line, e.g. `1/4 (2)`
         return editor.lua("return vim.bo.buftype") == "terminal" and any(
@@ -132,9 +133,9 @@ def fzf_lua(editor: Editor, names: list[str], cursor: str, files: int) -> None:
     editor.nvim.input("<C-g>")
 
 
-def snacks(source: str) -> Callable[[Editor, list[str], str, int], None]:
-    def drive(editor: Editor, names: list[str], cursor: str, files: int) -> None:
-        editor.lua(SNACKS, str(PLUGINS / "snacks.nvim"), source)
+def snacks(source: str) -> Callable[[Editor, list[str], str, int, dict[str, str]], None]:
+    def drive(editor: Editor, names: list[str], cursor: str, files: int, opts: dict[str, str]) -> None:
+        editor.lua(SNACKS, str(PLUGINS / "snacks.nvim"), source, opts)
         wait_for(lambda: len(set(editor.lua(SNACKS_NAMES)) & set(SENT)) == files, what=f"snacks {source} listing")
         editor.lua(SNACKS_SELECT, names, cursor)
         editor.nvim.input("<C-g>")
@@ -150,26 +151,36 @@ PICKERS = {
 }
 
 
-def project(sandbox: Sandbox, picker: str) -> int:
+def project(folder: Path, picker: str) -> int:
     names = [QUOTED, HASHED, PLAIN] + ([NEWLINE] if picker == "snacks-explorer" else [])
+    folder.mkdir(exist_ok=True)
     for name in names:
-        (sandbox.project / name).write_text("x\n")
+        (folder / name).write_text("x\n")
     return len(names)
 
 
 @pytest.mark.parametrize("picker", sorted(PICKERS))
 @pytest.mark.parametrize("selected", ["two-selected", "none-selected"])
-def test_a_picker_action_adds_files_as_gemini_add_does(editor_factory, sandbox, picker, selected):
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_a_picker_action_adds_files_as_gemini_add_does(editor_factory, sandbox, picker, selected, folder):
+    """In the working directory, and opened on a folder of it (`cwd`): the names the picker holds
+    relative to its folder are the files in that folder."""
     log = sandbox.base / "agent.log"
     agent = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(log)}}
     editor = editor_factory(setup={"agents": {"fake": agent}, "default_agent": "fake"})
     editor.wait_state("running")
-    files = project(sandbox, picker)
+    files = project(sandbox.project / folder, picker)
     two = [QUOTED, NEWLINE if picker == "snacks-explorer" else HASHED]
-    PICKERS[picker](editor, two if selected == "two-selected" else [], HASHED, files)
+    opts = {"cwd": str(sandbox.project / folder)} if folder else {}  # the picker's own option
+    PICKERS[picker](editor, two if selected == "two-selected" else [], HASHED, files, opts)
     sent = wait_for(lambda: pastes(log), what="the references at the agent")
+
+    def ref(name: str) -> bytes:
+        plain = folder + "/" if folder else ""
+        return SENT[name].format(FOLDERS[folder] if SENT[name].startswith("@") else plain).encode()
+
     if selected == "two-selected":  # in the order selected (the entry under the cursor is not one)
-        assert sent == [SENT[two[0]] + b" " + SENT[two[1]] + b" "]
+        assert sent == [ref(two[0]) + b" " + ref(two[1]) + b" "]
     else:
-        assert sent == [SENT[HASHED] + b" "]
+        assert sent == [ref(HASHED) + b" "]
     assert "GeminiAdd" not in editor.messages()
