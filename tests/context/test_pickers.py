@@ -184,3 +184,21 @@ def test_a_picker_action_adds_files_as_gemini_add_does(editor_factory, sandbox, 
     else:
         assert sent == [ref(HASHED) + b" "]
     assert "GeminiAdd" not in editor.messages()
+
+
+def test_add_for_other_pickers_takes_every_name_as_a_path(editor_factory, sandbox):
+    """`pickers.add(paths)`, for a picker without its own action: a file named like an agent is a
+    file, `./` parts are not shown, a missing one is refused as :GeminiAdd refuses it, nothing at all
+    is one warning."""
+    log = sandbox.base / "agent.log"
+    agent = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(log)}}
+    editor = editor_factory(setup={"agents": {"fake": agent}, "default_agent": "fake"})
+    editor.wait_state("running")
+    for name in ["fake", "gemini", "qwen"]:
+        (sandbox.project / name).write_text("x\n")
+    add = "require('gemini_companion.pickers').add(...)"
+    editor.lua(add, ["fake", "./gemini", str(sandbox.project) + "/./qwen", "missing"])
+    assert wait_for(lambda: pastes(log), what="the references") == [b"@./fake @./gemini @./qwen "]
+    assert "GeminiAdd: no such file: missing" in editor.messages()
+    editor.lua(add, [])
+    assert "GeminiAdd: no file in the picker" in editor.messages()
