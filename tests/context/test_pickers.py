@@ -172,8 +172,15 @@ def test_a_picker_action_adds_files_as_gemini_add_does(editor_factory, sandbox, 
     files = project(sandbox.project / folder, picker)
     two = [QUOTED, NEWLINE if picker == "snacks-explorer" else HASHED]
     opts = {"cwd": str(sandbox.project / folder)} if folder else {}  # the picker's own option
+    window = editor.nvim.api.get_current_win()
     PICKERS[picker](editor, two if selected == "two-selected" else [], HASHED, files, opts)
     sent = wait_for(lambda: pastes(log), what="the references at the agent")
+    # Where the user was: back in their window, or still in the explorer (not in the agent's).
+    if picker == "snacks-explorer":
+        assert editor.lua("return vim.bo.filetype") == "snacks_picker_list"
+        assert editor.lua("return #Snacks.picker.get()[1].list.selected") == 0  # as its own actions leave it
+    else:
+        wait_for(lambda: editor.nvim.api.get_current_win() == window, what="the focus back in the window")
 
     def ref(name: str) -> bytes:
         plain = folder + "/" if folder else ""
