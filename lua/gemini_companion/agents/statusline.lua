@@ -66,6 +66,12 @@ function H.rebuild()
     table.insert(plain, text)
   end
   cache.line, cache.plain = table.concat(parts, ' · '), table.concat(plain, ' · ')
+end
+
+--- On an event: the new strings, shown. (Not as the module loads: that may be inside a
+--- statusline's own evaluation.)
+function H.update()
+  H.rebuild()
   H.redraw()
 end
 
@@ -106,7 +112,7 @@ vim.api.nvim_create_autocmd('User', {
     if name then
       exited[name] = ev.match == 'GeminiAgentExited' or nil
     end
-    H.rebuild()
+    H.update()
   end,
 })
 vim.api.nvim_create_autocmd('User', {
@@ -115,13 +121,13 @@ vim.api.nvim_create_autocmd('User', {
   callback = function(ev)
     local files = type(ev.data) == 'table' and ev.data.files
     last_files = type(files) == 'table' and #files or 0
-    H.rebuild()
+    H.update()
   end,
 })
 vim.api.nvim_create_autocmd('User', {
   group = group,
   pattern = { 'GeminiAgentState', 'GeminiDiffOpened', 'GeminiDiffClosed', 'GeminiStatusChanged' },
-  callback = H.rebuild,
+  callback = H.update,
 })
 
 H.rebuild()
