@@ -57,10 +57,13 @@ end
 picker:set_selection(row(cursor))
 """
 
+# With file icons (mini.icons), as most users have them: the action reads past them.
 FZF_LUA = """
 vim.opt.rtp:prepend(...)
+vim.opt.rtp:prepend(select(3, ...))
+require('mini.icons').setup()
 require('fzf-lua').setup({
-  files = { file_icons = false, git_icons = false },
+  files = { file_icons = 'mini' },
   actions = { files = { true, ['ctrl-g'] = require('gemini_companion.pickers').fzf_lua_action } },
 })
 require('fzf-lua').files((select(2, ...)))
@@ -115,7 +118,7 @@ def telescope(editor: Editor, names: list[str], cursor: str, files: int, opts: d
 
 
 def fzf_lua(editor: Editor, names: list[str], cursor: str, files: int, opts: dict[str, str]) -> None:
-    editor.lua(FZF_LUA, str(PLUGINS / "fzf-lua"), opts)
+    editor.lua(FZF_LUA, str(PLUGINS / "fzf-lua"), opts, str(PLUGINS / "mini.nvim"))
 
     def shows(count: str) -> bool:  # fzf's info line, e.g. `1/4 (2)`
         return editor.lua("return vim.bo.buftype") == "terminal" and any(
