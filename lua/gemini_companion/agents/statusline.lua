@@ -75,12 +75,13 @@ function H.update()
   H.redraw()
 end
 
---- Show the new string now: lualine (when it is loaded) evaluates it again, on its own queue (one
---- refresh within its refresh_time, however many events); a plain 'statusline' is drawn again.
+--- Show the new string now: lualine (when it is loaded) evaluates its statusline, winbar and
+--- tabline again (the component may be in any), on its own queue (one refresh within its
+--- refresh_time, however many events); a plain 'statusline' is drawn again.
 function H.redraw()
   local lualine = package.loaded['lualine']
   if type(lualine) == 'table' and type(lualine.refresh) == 'function' then
-    pcall(lualine.refresh, { place = { 'statusline' } })
+    pcall(lualine.refresh)
   else
     pcall(vim.cmd.redrawstatus, { bang = true })
   end
