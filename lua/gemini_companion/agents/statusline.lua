@@ -1,6 +1,7 @@
 --- The statusline string: each agent and its state, the open reviews, the files the last turn
 --- changed, with highlight groups (`GeminiStatus*`). Rebuilt on the plugin's User events only, so
---- a redraw reads a cached string.
+--- a redraw reads a cached string; each rebuild asks for the statuslines to be drawn again (nothing
+--- else would until the user moves, or lualine's timer comes: ~0.5 s late on average).
 local M = {}
 local H = {}
 
@@ -67,6 +68,25 @@ function H.rebuild()
   cache.line, cache.plain = table.concat(parts, ' · '), table.concat(plain, ' · ')
 end
 
+--- On an event: the new strings, shown. (Not as the module loads: that may be inside a
+--- statusline's own evaluation.)
+function H.update()
+  H.rebuild()
+  H.redraw()
+end
+
+--- Show the new string now: lualine (when it is loaded) evaluates its statusline, winbar and
+--- tabline again (the component may be in any), on its own queue (one refresh within its
+--- refresh_time, however many events); a plain 'statusline' is drawn again.
+function H.redraw()
+  local lualine = package.loaded['lualine']
+  if type(lualine) == 'table' and type(lualine.refresh) == 'function' then
+    pcall(lualine.refresh)
+  else
+    pcall(vim.cmd.redrawstatus, { bang = true })
+  end
+end
+
 function H.highlights()
   for name, link in pairs(HIGHLIGHTS) do
     vim.api.nvim_set_hl(0, name, { link = link, default = true })
@@ -93,7 +113,7 @@ vim.api.nvim_create_autocmd('User', {
     if name then
       exited[name] = ev.match == 'GeminiAgentExited' or nil
     end
-    H.rebuild()
+    H.update()
   end,
 })
 vim.api.nvim_create_autocmd('User', {
@@ -102,13 +122,13 @@ vim.api.nvim_create_autocmd('User', {
   callback = function(ev)
     local files = type(ev.data) == 'table' and ev.data.files
     last_files = type(files) == 'table' and #files or 0
-    H.rebuild()
+    H.update()
   end,
 })
 vim.api.nvim_create_autocmd('User', {
   group = group,
   pattern = { 'GeminiAgentState', 'GeminiDiffOpened', 'GeminiDiffClosed', 'GeminiStatusChanged' },
-  callback = H.rebuild,
+  callback = H.update,
 })
 
 H.rebuild()
