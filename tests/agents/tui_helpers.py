@@ -39,6 +39,13 @@ def neovim_with_agents(
 def one_agent(sandbox: Sandbox, model: FakeModel, cli: str) -> Iterator[Tui]:
     """Neovim (TUI, server up, no file) whose one and default agent is the real `cli`, `model` behind it."""
     setup = {"agents": {cli: {"cmd": COMMANDS[cli]}}, "default_agent": cli, "cli_settings": "never"}
+    with neovim_tui(sandbox, model, setup) as tui:
+        yield tui
+
+
+@contextmanager
+def neovim_tui(sandbox: Sandbox, model: FakeModel, setup: dict) -> Iterator[Tui]:
+    """Neovim (TUI, server up, no file) with the plugin set up by `setup`, `model` behind it."""
     tui = Tui(sandbox, model.url, [], setup=setup)
     try:
         tui.wait_running()

@@ -170,6 +170,9 @@ function M.start(agent, cmd, env, on_exit, focus)
   pcall(vim.api.nvim_buf_set_name, buf, ('gemini://agent/%s'):format(agent.name))
   map_keys(buf)
   require('gemini_companion.agents.terminal.view').watch(agent)
+  require('gemini_companion.agents.terminal.paste').install(function(b)
+    return vim.bo[b].filetype == M.FILETYPE
+  end)
   vim.bo[buf].filetype = M.FILETYPE
   take_back_stray_replies(agent)
   if focus and config.options.terminal.auto_insert then
