@@ -3,7 +3,8 @@ the buffer holds the new bytes and the changed lines are worked out off the main
 put in a slice at a time. In a real Neovim with the real host: a 3 MB file with thousands of
 changes is followed byte for byte as one undo step, the cursor on its text; a user edit landing
 between the read and the change is never overwritten; a buffer changed behind 'modified' is
-compared, never trusted to still hold what it last matched."""
+compared, never trusted to still hold what it last matched; a file written again during the
+reload is followed exactly afterwards."""
 
 from __future__ import annotations
 
@@ -23,6 +24,20 @@ reload.apply = function(buf, ...)
     vim.api.nvim_buf_set_lines(buf, 0, 1, true, { 'MINE' })
   end
   return original(buf, ...)
+end
+"""
+
+# The agent writes the file again just as the plugin changes the buffer to the bytes it read.
+WRITE_FIRST = """
+local path, again = ...
+local reload = require('gemini_companion.follow.reload')
+local original = reload.apply
+reload.apply = function(...)
+  if not _G.written then
+    _G.written = true
+    local f = assert(io.open(path, 'wb')) f:write(again) f:close()
+  end
+  return original(...)
 end
 """
 
@@ -93,4 +108,24 @@ def test_a_buffer_changed_behind_modified_is_compared_not_trusted(editor_factory
     ed.lua("vim.api.nvim_buf_set_lines(0, 100, 101, true, {'plugin'}) vim.bo.modified = false")
     path.write_bytes(new)  # the same bytes, written again
     wait_for(lambda: ed.lua(HOLDS, buf, new), 30, "the buffer to show the file again")
+    assert ed.lua("return vim.bo.modified") is False and ed.lua(STATE, buf) is None
+
+
+def test_a_file_written_again_during_the_reload_is_followed_exactly(editor_factory, sandbox: Sandbox):
+    """The file is written again (B, a line inserted) just as the buffer is being changed to
+    what was read (A): Neovim's reading after the change takes B. The buffer is never taken to
+    hold A: A's diff to B or to the next change (C) is never applied to B (the line twice)."""
+    lines = [f"line {i}" for i in range(1000)]
+    a = [*lines[:10], "A", *lines[11:]]
+    b = [*a[:500], "B", *a[500:]]
+    c = [*b[:900], "C", *b[900:]]
+    data = {name: ("\n".join(text) + "\n").encode() for name, text in (("a", a), ("b", b), ("c", c))}
+    ed, buf = opened(editor_factory, sandbox, "again.txt", ("\n".join(lines) + "\n").encode())
+    path = sandbox.project / "again.txt"
+    ed.lua(WRITE_FIRST, str(path), data["b"])
+    path.write_bytes(data["a"])
+    wait_for(lambda: ed.lua(HOLDS, buf, data["b"]), 30, "the buffer to show the file written again")
+    assert ed.lua("return _G.written") is True
+    path.write_bytes(data["c"])
+    wait_for(lambda: ed.lua(HOLDS, buf, data["c"]), 30, "the buffer to follow the next change")
     assert ed.lua("return vim.bo.modified") is False and ed.lua(STATE, buf) is None

@@ -1,10 +1,10 @@
 --- Whether a followed buffer already holds its file's new bytes and, when not, the lines to
---- change, worked out without holding Neovim's main loop (1.3 MB held it 50 ms): the new bytes
---- are hashed, compared and diffed in a libuv thread (vim.diff is there), and the buffer's text,
---- when the thread needs it, is gathered a slice of the loop at a time. A fingerprint (changedtick,
---- the format options, the hash) says "the buffer still holds the bytes it last matched" without
---- reading it. Only UTF-8 without a byte order mark, unix or dos lines: the rest is judged on the
---- main loop as before (reload.lua).
+--- change, worked out without holding Neovim's main loop (1.3 MB held it 50 ms). A fingerprint
+--- (changedtick and the options that shape its bytes) says "the buffer still holds the bytes it
+--- last matched", kept with them: equal bytes are one compare (Lua strings are interned), and the
+--- diff (vim.diff, in a libuv thread) starts from them. A buffer changed since is gathered a
+--- slice of the loop at a time instead. Only UTF-8 without a byte order mark, unix or dos lines:
+--- the rest is judged on the main loop as before (reload.lua).
 local M = {}
 
 -- Lines gathered at a time, and main-loop time one slice of gathering may take.
@@ -17,6 +17,10 @@ local SLICE_NS = 1e6
 ---@field source string the new lines, LF-separated (`from`/`to` index it)
 ---@field eol boolean whether the file ends with a line ending
 ---@field sig? string the file's stat signature when it was read (set by follow/init.lua)
+
+---@class gemini_companion.follow.Matched
+---@field at string the buffer's fingerprint when it held `text`
+---@field text string its file's bytes then
 
 local work ---@type uv.luv_work_ctx_t?
 local waiting, last = {}, 0 ---@type table<integer, fun(...)>, integer callbacks of the queued jobs
@@ -43,37 +47,37 @@ function M.fingerprint(buf)
   return ('%d:%s:%s:%s:%s'):format(tick, bo.fileformat, bo.fileencoding, bo.eol, bo.binary)
 end
 
---- Judge `text` (the file's new bytes) against `buf`, off the main loop; `done` runs on it with
---- 'same' (the buffer holds them), 'differs' and a plan, 'moved' (the buffer changed while it was
---- being gathered), or 'unsure' (bytes Neovim must read itself: reload.lua judges), and the new
---- bytes' hash. `matched`: the buffer's fingerprint when it last matched its file and the hash
---- of the file's bytes then, if known.
+--- Judge `text` (the file's new bytes) against `buf` without holding the main loop; `done` runs
+--- on it with 'same' (the buffer holds them), 'differs' and a plan, 'moved' (the buffer changed
+--- meanwhile), or 'unsure' (bytes Neovim must read itself: reload.lua judges). `matched`: what
+--- the buffer last matched, if known.
 ---@param buf integer
 ---@param text string
----@param matched? {at: string, hash: string}
----@param done fun(verdict: 'same'|'differs'|'moved'|'unsure', hash: string?, plan: gemini_companion.follow.Plan?)
+---@param matched? gemini_companion.follow.Matched
+---@param done fun(verdict: 'same'|'differs'|'moved'|'unsure', plan: gemini_companion.follow.Plan?)
 function M.judge(buf, text, matched, done)
   local dos = vim.bo[buf].fileformat == 'dos'
   local at = M.fingerprint(buf)
-  local function verdict(v, hash, plan)
-    local ok, moved = pcall(function()
-      return not vim.api.nvim_buf_is_loaded(buf) or M.fingerprint(buf) ~= at
-    end)
-    done(not ok and 'unsure' or moved and 'moved' or v, hash, ok and not moved and plan or nil)
-  end
-  local hash_if_same = matched and matched.at == at and matched.hash or ''
-  job({ text, dos, hash_if_same, false, '', false }, function(v, hash)
-    if v ~= 'need' or not vim.api.nvim_buf_is_loaded(buf) then
-      return verdict(v, hash)
-    end
-    gather(buf, function(old, tick, eol_then)
-      if not old then
-        return verdict('moved', hash)
-      end
-      job({ text, dos, '', true, old, eol_then }, function(v2, _, ops, eol, source)
-        verdict(v2, hash, ops and { tick = tick, ops = ops, source = source ~= '' and source or text, eol = eol })
+  local function verdict(tick)
+    return function(v, ops, eol, source)
+      local ok, moved = pcall(function()
+        return not vim.api.nvim_buf_is_loaded(buf) or M.fingerprint(buf) ~= at
       end)
-    end)
+      local plan = ops and { tick = tick, ops = ops, source = source ~= '' and source or text, eol = eol }
+      done(not ok and 'unsure' or moved and 'moved' or v, ok and not moved and plan or nil)
+    end
+  end
+  if matched and matched.at == at then -- the buffer holds matched.text
+    if matched.text == text then
+      return done('same')
+    end
+    return job({ text, dos, matched.text, true, vim.bo[buf].eol }, verdict(vim.api.nvim_buf_get_changedtick(buf)))
+  end
+  gather(buf, function(old, tick, eol)
+    if not old then
+      return done('moved')
+    end
+    job({ text, dos, old, false, eol }, verdict(tick))
   end)
 end
 
@@ -121,48 +125,46 @@ function job(args, done)
       waiting[n] = nil
       local results = { ... }
       vim.schedule(function()
-        callback(unpack(results, 1, 5))
+        callback(unpack(results, 1, 4))
       end)
     end)
-  work:queue(id, unpack(args, 1, 6))
+  work:queue(id, unpack(args, 1, 5))
 end
 
 --- The thread's work (it sees only its arguments: no upvalues, the thread's own `vim`).
---- Returns the job's number, then the verdict ('same', 'need' the buffer's text, 'differs',
---- 'unsure': also when it failed), the new bytes' hash, and for 'differs' the changes, 'eol'
---- and the LF lines of a dos file ('' for a unix one: its own bytes).
+--- Returns the job's number, then the verdict ('same', 'differs', 'unsure': also when it
+--- failed), and for 'differs' the changes, 'eol' and the LF lines of a dos file ('' for a unix
+--- one: its own bytes).
 ---@param id integer
----@param ... any text: string, dos: boolean, hash_if_same: string (the hash the buffer's bytes
---- had if it is unchanged since, else ''), has_old: boolean, old: string (the buffer's lines,
---- LF-joined, with a final LF), old_eol: boolean (the buffer's 'eol')
+---@param ... any text: string, dos: boolean, old: string, raw: boolean (`old` is the file's bytes
+--- the buffer holds; else its lines LF-joined with a final LF), old_eol: boolean (its 'eol')
 function M.work(id, ...)
-  local function judge(text, dos, hash_if_same, has_old, old, old_eol)
-    local OP = 1000 -- lines one change puts in or takes out at most (no upvalues in a thread)
-    if not has_old then -- the hash: two 32-bit polynomial ones and the size
-      local byte, h1, h2 = string.byte, 0, 0
-      for i = 1, #text do
-        local b = byte(text, i)
-        h1 = (h1 * 31 + b) % 4294967296
-        h2 = (h2 * 65599 + b) % 4294967296
-      end
-      local hash = ('%d-%08x%08x'):format(#text, h1, h2)
-      return hash == hash_if_same and 'same' or 'need', hash
-    end
-    -- Neovim's reading of it, as reload.lines: LF (or CR LF) lines and whether the last one ends.
-    local eol = text:sub(-1) == '\n'
-    local body = eol and text:sub(1, -2) or text
-    if text == '' or text:sub(1, 3) == '\239\187\191' then
-      return 'unsure'
+  local OP = 1000 -- lines one change puts in or takes out at most (no upvalues in a thread)
+  -- `bytes` as Neovim reads them (as reload.lines): LF lines with a final LF, and whether the
+  -- last line ended; nil when Neovim must judge.
+  local function lines(bytes, dos)
+    local eol = bytes:sub(-1) == '\n'
+    local body = eol and bytes:sub(1, -2) or bytes
+    if bytes == '' or bytes:sub(1, 3) == '\239\187\191' then
+      return nil
     elseif dos then
       if (eol and body:sub(-1) ~= '\r') or body:gsub('\r\n', ''):find('[\r\n]') then
-        return 'unsure'
+        return nil
       end
       body = (eol and body:sub(1, -2) or body):gsub('\r\n', '\n')
-    elseif text:find('\r\n', 1, true) then
-      return 'unsure'
+    elseif bytes:find('\r\n', 1, true) then
+      return nil
     end
-    local new = body .. '\n'
-    if new == old and eol == old_eol then
+    return body .. '\n', eol
+  end
+  local function judge(text, dos, old, raw, old_eol)
+    local new, eol = lines(text, dos)
+    if raw then
+      old = lines(old, dos)
+    end
+    if not new or not old then
+      return 'unsure'
+    elseif new == old and eol == old_eol then
       return 'same'
     end
     local hunks = vim.diff(old, new, { result_type = 'indices' }) --[[@as integer[][] ]]
@@ -195,13 +197,13 @@ function M.work(id, ...)
     for i = #out, 1, -1 do
       reversed[#reversed + 1] = out[i]
     end
-    return 'differs', nil, table.concat(reversed), eol, dos and body or ''
+    return 'differs', table.concat(reversed), eol, dos and new:sub(1, -2) or ''
   end
-  local ok, verdict, hash, ops, eol, source = pcall(judge, ...)
+  local ok, verdict, ops, eol, source = pcall(judge, ...)
   if not ok then
     return id, 'unsure'
   end
-  return id, verdict, hash, ops, eol, source
+  return id, verdict, ops, eol, source
 end
 
 return M

@@ -37,7 +37,7 @@ local RECENT_S = 2
 ---@field shown integer? when it was last reloaded (uv.now, ms)
 ---@field again boolean? another change came during that read
 ---@field state nil|'conflict'|'deleted'
----@field matched? {at: string, hash: string} the buffer's fingerprint and the hash of the file's bytes when it last held them (follow/delta.lua)
+---@field matched? gemini_companion.follow.Matched the bytes the buffer last held, while it holds them
 
 ---@class gemini_companion.follow.Result
 ---@field buf integer
@@ -45,7 +45,6 @@ local RECENT_S = 2
 ---@field text string?
 ---@field why string?
 ---@field sig string
----@field hash string? the bytes' hash, once the thread made it
 
 ---@type table<integer, gemini_companion.Followed>
 local followed = {}
@@ -85,6 +84,9 @@ function M.start()
   vim.api.nvim_create_autocmd('BufModifiedSet', {
     group = group,
     callback = function(ev)
+      if vim.bo[ev.buf].modified and followed[ev.buf] then
+        followed[ev.buf].matched = nil -- (the bytes it held: not kept while it holds others)
+      end
       if M.state(ev.buf) == 'conflict' and not vim.bo[ev.buf].modified then
         pending[ev.buf] = true
         M.settle_soon()
@@ -417,7 +419,7 @@ function apply(result, done)
   elseif not delta.fits(buf) then
     return judged(result, reload.holds(buf, result.text), nil, done)
   end
-  delta.judge(buf, result.text, entry.matched, function(verdict, hash, plan)
+  delta.judge(buf, result.text, entry.matched, function(verdict, plan)
     if followed[buf] ~= entry or not vim.api.nvim_buf_is_loaded(buf) then
       return done()
     elseif verdict == 'moved' and not vim.bo[buf].modified then
@@ -429,7 +431,6 @@ function apply(result, done)
       if verdict == 'unsure' then
         return judged(result, reload.holds(buf, result.text), nil, done)
       end
-      result.hash = hash
       judged(result, verdict == 'same', plan, done)
     end)
     if not ok then
@@ -447,10 +448,8 @@ function judged(result, holds, plan, done)
   local buf, entry = result.buf, result.entry
   if holds then
     entry.sig = result.sig
-    if not vim.bo[buf].modified then
-      reload.settle(buf, result.text, result.sig)
-    end
-    remember(result)
+    local still = vim.bo[buf].modified or reload.settle(buf, result.text, result.sig)
+    remember(result, still)
     mark(buf, entry, nil)
     return done()
   elseif vim.bo[buf].modified then
@@ -463,10 +462,10 @@ function judged(result, holds, plan, done)
   if plan then
     plan.sig = result.sig
   end
-  reload.apply(buf, result.text, plan, function(shown, err)
+  reload.apply(buf, result.text, plan, function(shown, err, still)
     if shown then
       entry.sig, entry.shown = result.sig, vim.uv.now()
-      remember(result)
+      remember(result, still)
       mark(buf, entry, nil)
     elseif not err and followed[buf] == entry then -- changed under the change: judged again
       pending[buf] = true
@@ -476,11 +475,14 @@ function judged(result, holds, plan, done)
   end)
 end
 
---- The buffer holds `result`'s bytes now: its fingerprint and their hash, when the thread hashed
---- them, so that the next change's "does it hold them already" asks no reading of the buffer.
+--- Whether the buffer `holds` `result`'s bytes now; if so they are kept with its fingerprint, so
+--- that the next change asks no reading of the buffer (nothing kept for a buffer only Neovim's
+--- reading can judge, or one Neovim's reading gave newer bytes: the file changed once more).
 ---@param result gemini_companion.follow.Result
-function remember(result)
-  result.entry.matched = result.hash and { at = delta.fingerprint(result.buf), hash = result.hash } or nil
+---@param holds boolean?
+function remember(result, holds)
+  local keep = holds and result.text and delta.fits(result.buf)
+  result.entry.matched = keep and { at = delta.fingerprint(result.buf), text = result.text } or nil
 end
 
 --- Set the buffer's mark (entry and `b:gemini_companion_follow`).

@@ -25,11 +25,13 @@ end
 --- and marks the buffer modified, `<C-r>` makes it unmodified again). With `plan` (the changed
 --- lines worked out off the main loop, follow/delta.lua) they are put in a slice of the loop at a
 --- time, the buffer 'nomodifiable' between slices so that no edit lands among them; never when
---- the buffer changed since the plan was made. `done` hears whether the buffer shows `text`.
+--- the buffer changed since the plan was made. `done` hears whether the buffer was changed to
+--- show the file, and whether it holds `text` now (not when Neovim's reading took the file as it
+--- is now: changed once more, or judged by Neovim).
 ---@param buf integer
 ---@param text string
 ---@param plan? gemini_companion.follow.Plan
----@param done? fun(shown: boolean, err: string?)
+---@param done? fun(shown: boolean, err: string?, holds: boolean?)
 function M.apply(buf, text, plan, done)
   done = done or function() end
   if plan then
@@ -37,7 +39,7 @@ function M.apply(buf, text, plan, done)
   end
   local lines, eol = M.lines(buf, text)
   if not lines then -- an encoding or line ending Neovim must judge: its own reading
-    return done(regular(buf) and M.checktime(buf, 'reload'))
+    return done(regular(buf) and M.checktime(buf, 'reload'), nil, false)
   end
   local old = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local hunks = vim.diff(table.concat(old, '\n') .. '\n', table.concat(lines, '\n') .. '\n', {
@@ -54,21 +56,24 @@ function M.apply(buf, text, plan, done)
       vim.api.nvim_buf_set_lines(buf, op[1], op[1] + op[2], true, op[3])
     end
   end)
-  change.finish(ok and text or nil, eol)
+  local holds = change.finish(ok and text or nil, eol)
   assert(ok, err)
-  done(true)
+  done(true, nil, holds)
 end
 
 --- Neovim's record of the file made the file's as it is now, for a buffer that shows it already
 --- (`text`, read when the file's stat signature was `sig`), or whose file is gone (nil): nothing
---- asks later.
+--- asks later. Whether the buffer still holds `text` (not when the file changed once more).
 ---@param buf integer
 ---@param text string?
 ---@param sig? string
+---@return boolean
 function M.settle(buf, text, sig)
+  local holds = true
   keep_views(buf, function()
-    resync(buf, text, sig)
+    holds = resync(buf, text, sig)
   end)
+  return holds
 end
 
 --- Neovim's `:checktime` of `buf` alone, its question answered with `choice` ('reload' reads
@@ -165,7 +170,7 @@ end
 --- unmodified and Neovim's record of the file up to date (`sig`: the file's stat signature when
 --- `text` was read); `finish()`: a change left unfinished.
 ---@param buf integer
----@return {finish: fun(text: string?, eol: boolean?, sig: string?), modifiable: boolean}
+---@return {finish: fun(text: string?, eol: boolean?, sig: string?): boolean, modifiable: boolean}
 function begin(buf)
   local restore = save_views(buf)
   local bo = vim.bo[buf]
@@ -180,18 +185,19 @@ function begin(buf)
       if text then
         bo.eol = eol
         bo.modified = false -- last: 'eol' set after it would make the buffer differ from the file
-        local ok, err = pcall(resync, buf, text, sig)
+        local ok, holds = pcall(resync, buf, text, sig)
         restore()
-        assert(ok, err)
+        assert(ok, holds)
         if bo.undofile then -- the history kept for the file as it is now
           vim.api.nvim_buf_call(buf, function()
             vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
           end)
         end
-      else
-        restore()
+        return holds
       end
+      restore()
     end
+    return false
   end
   return change
 end
@@ -225,8 +231,8 @@ function patch(buf, text, plan, done)
   function slice()
     local ok, more = pcall(some)
     if not ok or not more then
-      change.finish(ok and text or nil, plan.eol, plan.sig) -- (failed: left modified, never the file's)
-      return done(ok, not ok and more or nil)
+      local holds = change.finish(ok and text or nil, plan.eol, plan.sig) -- (failed: left modified)
+      return done(ok, not ok and more or nil, holds)
     end
     vim.bo[buf].modifiable = false
     local tick = vim.api.nvim_buf_get_changedtick(buf)
@@ -254,14 +260,16 @@ end
 ---@param buf integer
 ---@param text string?
 ---@param sig? string
+---@return boolean holds whether the buffer holds `text` after it
 function resync(buf, text, sig)
   local seq = vim.api.nvim_buf_call(buf, function()
     return vim.fn.undotree().seq_cur
   end)
   if not text then
-    return M.checktime(buf, '') -- gone: noted, no E211
+    M.checktime(buf, '') -- gone: noted, no E211
+    return false
   elseif vim.bo[buf].modified or not regular(buf) then
-    return -- (never: a modified buffer's check would ask W12)
+    return true -- (never: a modified buffer's check would ask W12)
   end
   -- 'autoread' reads an unmodified buffer at once; without autocommands: nothing else needs to
   -- hear of a reading that changes nothing (it costs a .txt file 3 ms of filetype detection).
@@ -271,16 +279,18 @@ function resync(buf, text, sig)
   pcall(vim.cmd, 'noautocmd checktime ' .. buf)
   vim.o.undoreload = undoreload
   restore_autoread(buf, own)
-  vim.api.nvim_buf_call(buf, function()
-    local same = function()
-      return sig and disk.signature(vim.api.nvim_buf_get_name(buf)) == sig or (not sig and M.holds(buf, text))
+  return vim.api.nvim_buf_call(buf, function()
+    if vim.fn.undotree().seq_cur == seq then
+      return true -- the record was the file's already: nothing read
     end
-    if vim.fn.undotree().seq_cur ~= seq and same() then
+    local same = sig and disk.signature(vim.api.nvim_buf_get_name(buf)) == sig or (not sig and M.holds(buf, text))
+    if same then
       local modifiable = vim.bo[buf].modifiable -- (off: E21, as for any undo)
       vim.bo[buf].modifiable = true
       vim.cmd('silent undo')
       vim.bo[buf].modified, vim.bo[buf].modifiable = false, modifiable
     end
+    return same
   end)
 end
 
