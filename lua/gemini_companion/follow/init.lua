@@ -448,10 +448,17 @@ function judged(result, holds, plan, done)
   local buf, entry = result.buf, result.entry
   if holds then
     entry.sig = result.sig
-    local still = vim.bo[buf].modified or reload.settle(buf, result.text, result.sig)
-    remember(result, still)
-    mark(buf, entry, nil)
-    return done()
+    local function kept(still)
+      if followed[buf] == entry and vim.api.nvim_buf_is_loaded(buf) then
+        remember(result, still)
+        mark(buf, entry, nil)
+      end
+      done()
+    end
+    if vim.bo[buf].modified then
+      return kept(true)
+    end
+    return reload.settle(buf, result.text, result.sig, kept)
   elseif vim.bo[buf].modified then
     -- The user's text is theirs: never replaced. Not settled either, so that `:w` still warns.
     entry.sig, entry.matched = result.sig, nil
@@ -463,7 +470,7 @@ function judged(result, holds, plan, done)
     plan.sig = result.sig
   end
   reload.apply(buf, result.text, plan, function(shown, err, still)
-    if shown then
+    if shown and followed[buf] == entry and vim.api.nvim_buf_is_loaded(buf) then
       entry.sig, entry.shown = result.sig, vim.uv.now()
       remember(result, still)
       mark(buf, entry, nil)

@@ -56,24 +56,27 @@ function M.apply(buf, text, plan, done)
       vim.api.nvim_buf_set_lines(buf, op[1], op[1] + op[2], true, op[3])
     end
   end)
-  local holds = change.finish(ok and text or nil, eol)
-  assert(ok, err)
-  done(true, nil, holds)
+  if not ok then
+    change.finish()
+    error(err, 0)
+  end
+  change.finish(text, eol, nil, function(holds)
+    done(true, nil, holds)
+  end)
 end
 
 --- Neovim's record of the file made the file's as it is now, for a buffer that shows it already
 --- (`text`, read when the file's stat signature was `sig`), or whose file is gone (nil): nothing
---- asks later. Whether the buffer still holds `text` (not when the file changed once more).
+--- asks later. `done` hears whether the buffer still holds `text` (not when the file changed
+--- once more).
 ---@param buf integer
 ---@param text string?
 ---@param sig? string
----@return boolean
-function M.settle(buf, text, sig)
-  local holds = true
+---@param done? fun(holds: boolean)
+function M.settle(buf, text, sig, done)
   keep_views(buf, function()
-    holds = resync(buf, text, sig)
+    resync(buf, text, sig, done or function() end)
   end)
-  return holds
 end
 
 --- Neovim's `:checktime` of `buf` alone, its question answered with `choice` ('reload' reads
@@ -166,11 +169,12 @@ end
 
 --- Start the change that makes `buf` its file's new text: views saved, its own undo step,
 --- modifiable, and modified (undoing it marks the buffer modified: it then differs from the file,
---- as after Neovim's own reload). `finish(text, eol)` ends it: the file's 'eol', the buffer
---- unmodified and Neovim's record of the file up to date (`sig`: the file's stat signature when
---- `text` was read); `finish()`: a change left unfinished.
+--- as after Neovim's own reload). `finish(text, eol, sig, done)` ends it: the file's 'eol', the
+--- buffer unmodified and Neovim's record of the file up to date (`sig`: the file's stat
+--- signature when `text` was read; `done` hears whether the buffer holds `text` then);
+--- `finish()`: a change left unfinished.
 ---@param buf integer
----@return {finish: fun(text: string?, eol: boolean?, sig: string?): boolean, modifiable: boolean}
+---@return {finish: fun(text: string?, eol: boolean?, sig: string?, done: fun(holds: boolean)?), modifiable: boolean}
 function begin(buf)
   local restore = save_views(buf)
   local bo = vim.bo[buf]
@@ -179,25 +183,28 @@ function begin(buf)
     vim.cmd('let &g:undolevels = &g:undolevels') -- its own undo step, joined to nothing before it
   end)
   bo.modified, bo.modifiable = true, true
-  function change.finish(text, eol, sig)
-    if vim.api.nvim_buf_is_loaded(buf) then
-      bo.modifiable = change.modifiable
-      if text then
-        bo.eol = eol
-        bo.modified = false -- last: 'eol' set after it would make the buffer differ from the file
-        local ok, holds = pcall(resync, buf, text, sig)
-        restore()
-        assert(ok, holds)
-        if bo.undofile then -- the history kept for the file as it is now
-          vim.api.nvim_buf_call(buf, function()
-            vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
-          end)
-        end
-        return holds
-      end
-      restore()
+  function change.finish(text, eol, sig, done)
+    if not vim.api.nvim_buf_is_loaded(buf) then
+      return
     end
-    return false
+    bo.modifiable = change.modifiable
+    if not text then
+      return restore()
+    end
+    bo.eol = eol
+    bo.modified = false -- last: 'eol' set after it would make the buffer differ from the file
+    local ok, err = pcall(resync, buf, text, sig, function(holds)
+      if vim.api.nvim_buf_is_loaded(buf) and bo.undofile then -- the history kept for the file as it is now
+        vim.api.nvim_buf_call(buf, function()
+          vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
+        end)
+      end
+      if done then
+        done(holds)
+      end
+    end)
+    restore()
+    assert(ok, err)
   end
   return change
 end
@@ -230,19 +237,24 @@ function patch(buf, text, plan, done)
   end
   function slice()
     local ok, more = pcall(some)
-    if not ok or not more then
-      local holds = change.finish(ok and text or nil, plan.eol, plan.sig) -- (failed: left modified)
-      return done(ok, not ok and more or nil, holds)
+    if not ok then
+      pcall(change.finish) -- (left modified: never taken for the file's text)
+      return done(false, more)
+    elseif not more then
+      local finished, err = pcall(change.finish, text, plan.eol, plan.sig, function(holds)
+        done(true, nil, holds)
+      end)
+      return not finished and done(false, err)
     end
     vim.bo[buf].modifiable = false
     local tick = vim.api.nvim_buf_get_changedtick(buf)
     vim.defer_fn(function() -- keys and redraws first
       if not vim.api.nvim_buf_is_loaded(buf) or vim.api.nvim_buf_get_changedtick(buf) ~= tick then
-        change.finish() -- changed between slices (:e!, 'modifiable' set again and an edit)
+        pcall(change.finish) -- changed between slices (:e!, 'modifiable' set again and an edit)
         return done(false)
       end
       vim.bo[buf].modifiable = true
-      vim.api.nvim_buf_call(buf, function()
+      pcall(vim.api.nvim_buf_call, buf, function()
         vim.cmd('undojoin') -- the slices are one undo step
       end)
       slice()
@@ -253,23 +265,25 @@ end
 
 --- Bring Neovim's record of the file (time, size, mode, and the time `:w` checks) up to date.
 --- Only its own reading sets them all: when the record is stale, the file (identical to the
---- buffer by now) is read, and that reading's undo step, which changed nothing, taken off again.
---- A file that changed once more meanwhile stays read, as Neovim's own reload: with `sig`, the
---- file's stat signature when `text` was read, that is a stat (the buffer's bytes built and
---- compared held the main loop 15 ms at 1.3 MB).
+--- buffer by now) is read, and that reading's undo step, which changed nothing, taken off again
+--- in the next slice of the loop (each is a pass over the whole text; nothing can land between:
+--- 'nomodifiable'). A file that changed once more meanwhile stays read, as Neovim's own reload:
+--- with `sig`, the file's stat signature when `text` was read, that is a stat (the buffer's bytes
+--- built and compared held the main loop 15 ms at 1.3 MB). `done` hears whether the buffer holds
+--- `text` after it.
 ---@param buf integer
 ---@param text string?
 ---@param sig? string
----@return boolean holds whether the buffer holds `text` after it
-function resync(buf, text, sig)
+---@param done fun(holds: boolean)
+function resync(buf, text, sig, done)
   local seq = vim.api.nvim_buf_call(buf, function()
     return vim.fn.undotree().seq_cur
   end)
   if not text then
     M.checktime(buf, '') -- gone: noted, no E211
-    return false
+    return done(false)
   elseif vim.bo[buf].modified or not regular(buf) then
-    return true -- (never: a modified buffer's check would ask W12)
+    return done(true) -- (never: a modified buffer's check would ask W12)
   end
   -- 'autoread' reads an unmodified buffer at once; without autocommands: nothing else needs to
   -- hear of a reading that changes nothing (it costs a .txt file 3 ms of filetype detection).
@@ -279,19 +293,32 @@ function resync(buf, text, sig)
   pcall(vim.cmd, 'noautocmd checktime ' .. buf)
   vim.o.undoreload = undoreload
   restore_autoread(buf, own)
-  return vim.api.nvim_buf_call(buf, function()
-    if vim.fn.undotree().seq_cur == seq then
-      return true -- the record was the file's already: nothing read
-    end
-    local same = sig and disk.signature(vim.api.nvim_buf_get_name(buf)) == sig or (not sig and M.holds(buf, text))
-    if same then
-      local modifiable = vim.bo[buf].modifiable -- (off: E21, as for any undo)
-      vim.bo[buf].modifiable = true
-      vim.cmd('silent undo')
-      vim.bo[buf].modified, vim.bo[buf].modifiable = false, modifiable
-    end
-    return same
+  local read = vim.api.nvim_buf_call(buf, function()
+    return vim.fn.undotree().seq_cur ~= seq
   end)
+  if not read then
+    return done(true) -- the record was the file's already
+  elseif not (sig and disk.signature(vim.api.nvim_buf_get_name(buf)) == sig or (not sig and M.holds(buf, text))) then
+    return done(false)
+  end
+  local modifiable, tick = vim.bo[buf].modifiable, vim.api.nvim_buf_get_changedtick(buf)
+  vim.bo[buf].modifiable = false
+  vim.defer_fn(function()
+    if not vim.api.nvim_buf_is_loaded(buf) then
+      return done(false)
+    end
+    local same = vim.api.nvim_buf_get_changedtick(buf) == tick
+    local ok = not same
+      or pcall(keep_views, buf, function()
+        vim.bo[buf].modifiable = true -- (off: E21, as for any undo)
+        vim.api.nvim_buf_call(buf, function()
+          vim.cmd('silent undo')
+        end)
+        vim.bo[buf].modified = false
+      end)
+    vim.bo[buf].modifiable = modifiable
+    done(ok and same)
+  end, 0)
 end
 
 --- `buf`'s own 'autoread' (nil: none, the global one applies) put back.
