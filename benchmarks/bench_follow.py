@@ -11,7 +11,8 @@
 - One open 1.3 MB file, and one of 5 MB (`changes.max_file_kb` raised so it is followed), changed
   on disk the same way: the worst main-loop stall while it is reloaded (<= 16 ms: whether the
   buffer holds the new bytes, the diff, and the changed lines are worked out off the main loop or
-  a slice at a time).
+  a slice at a time). Missed today: Neovim's own reading of the file after the change (what keeps
+  `:w` and `:checktime` from asking) is one pass over the file that cannot be sliced.
 """
 
 from __future__ import annotations

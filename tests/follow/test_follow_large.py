@@ -41,6 +41,19 @@ reload.apply = function(...)
 end
 """
 
+# A user's edit made while the plugin works out the change off the main loop.
+EDIT_DURING = """
+local delta = require('gemini_companion.follow.delta')
+local original = delta.judge
+delta.judge = function(buf, ...)
+  original(buf, ...)
+  if not _G.edited then
+    _G.edited = true
+    vim.api.nvim_buf_set_lines(buf, 0, 1, true, { 'MINE' })
+  end
+end
+"""
+
 
 def opened(editor_factory, sandbox: Sandbox, name: str, data: bytes) -> tuple[Editor, int]:
     path = sandbox.project / name
@@ -93,6 +106,20 @@ def test_a_user_edit_between_the_read_and_the_change_is_never_overwritten(editor
     assert ed.lua("return _G.edited") is True
     assert ed.lua(HOLDS, buf, ("\n".join(["MINE", *old_lines[1:]]) + "\n").encode())
     assert ed.lua("return vim.bo.modified") is True
+
+
+def test_a_user_edit_while_the_change_is_worked_out_is_never_overwritten(editor_factory, sandbox: Sandbox):
+    """The user types while the plugin gathers the buffer and diffs it off the main loop: the
+    plan made from the text before the edit is never applied; the buffer keeps the edit, is
+    marked in conflict, and nothing else in it changed."""
+    old_lines = [f"line {i}" for i in range(20000)]
+    old = ("\n".join(old_lines) + "\n").encode()
+    ed, buf = opened(editor_factory, sandbox, "during.txt", old)
+    ed.lua(EDIT_DURING)
+    (sandbox.project / "during.txt").write_bytes(old.replace(b"line 1000\n", b"LINE 1000\n"))
+    wait_for(lambda: ed.lua(STATE, buf) == "conflict", 30, "the conflict mark")
+    assert ed.lua("return _G.edited") is True
+    assert ed.lua(HOLDS, buf, ("\n".join(["MINE", *old_lines[1:]]) + "\n").encode())
 
 
 def test_a_buffer_changed_behind_modified_is_compared_not_trusted(editor_factory, sandbox: Sandbox):
