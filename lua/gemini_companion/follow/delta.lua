@@ -5,6 +5,8 @@
 --- diff (vim.diff, in a libuv thread) starts from them. A buffer changed since is gathered a
 --- slice of the loop at a time instead. Only UTF-8 without a byte order mark, unix or dos lines:
 --- the rest is judged on the main loop as before (reload.lua).
+local slices = require('gemini_companion.follow.slices')
+
 local M = {}
 
 -- Lines gathered at a time, and main-loop time one slice of gathering may take.
@@ -124,7 +126,7 @@ function job(args, done)
       local callback = waiting[n]
       waiting[n] = nil
       local results = { ... }
-      vim.schedule(function()
+      slices.soon(function()
         callback(unpack(results, 1, 4))
       end)
     end)

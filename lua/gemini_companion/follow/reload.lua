@@ -5,6 +5,7 @@
 --- asks.
 local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
 local disk = require('gemini_companion.review.disk')
+local slices = require('gemini_companion.follow.slices')
 
 local M = {}
 
@@ -303,7 +304,7 @@ function resync(buf, text, sig, done)
   end
   local modifiable, tick = vim.bo[buf].modifiable, vim.api.nvim_buf_get_changedtick(buf)
   vim.bo[buf].modifiable = false
-  vim.defer_fn(function()
+  slices.soon(function()
     if not vim.api.nvim_buf_is_loaded(buf) then
       return done(false)
     end
@@ -318,7 +319,7 @@ function resync(buf, text, sig, done)
       end)
     vim.bo[buf].modifiable = modifiable
     done(ok and same)
-  end, 0)
+  end)
 end
 
 --- `buf`'s own 'autoread' (nil: none, the global one applies) put back.
