@@ -5,12 +5,14 @@
 --- (`:GeminiCompanion conflict` compares, follow/conflict.lua); a deleted file's buffer stays,
 --- marked. Signals: each open file's folder watched (uv fs_event, one handle per folder, bounded,
 --- released with its last buffer), and a sweep at each agent tool's end and turn's end (the CLIs'
---- hooks) for what a watch misses. Files are read off the main loop; each result is applied in
---- its own slice of the loop.
+--- hooks) for what a watch misses. Files are read off the main loop, results applied a slice of
+--- the loop at a time (follow/slices.lua); whether a buffer holds the new bytes and which lines
+--- changed are worked out off it (follow/delta.lua).
 local files = require('gemini_companion.files')
 local message = require('gemini_companion.message')
 local delta = require('gemini_companion.follow.delta')
 local reload = require('gemini_companion.follow.reload')
+local slices = require('gemini_companion.follow.slices')
 
 local M = {}
 
@@ -20,8 +22,6 @@ local MAX_FOLDERS = 256
 local SETTLE_MS = 20
 -- A buffer is reloaded at most once in this long.
 local MIN_GAP_MS = 100
--- Main-loop time one slice of results may take before it yields to keys and redraws.
-local SLICE_NS = 1e6
 -- Files read at once.
 local MAX_READS = 4
 -- A file modified this close to its buffer's read (s, the clock's granularity) may have changed
@@ -52,15 +52,13 @@ local followed = {}
 local folders = {}
 local folder_count = 0
 local pending = {} ---@type table<integer, true> buffers to read once the burst settles
-local ready = {} ---@type gemini_companion.follow.Result[]
 local to_read, in_flight = {}, 0 ---@type integer[], integer
 local timer ---@type uv.uv_timer_t?
-local draining = false
 local group ---@type integer?
 
 local burst = require('gemini_companion.follow.burst')
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, in_step, recheck, watch, read, pump, drain, finish, apply, judged, remember -- below the public functions
+local mark, in_step, recheck, watch, read, pump, applied, finish, apply, judged, remember -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -336,33 +334,24 @@ function pump()
       in_flight = in_flight + 1
       files.read_async(entry.name, limit, function(text, why, stat)
         in_flight = in_flight - 1
-        table.insert(ready, { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) })
-        if not draining then
-          draining = true
-          vim.schedule(drain)
-        end
+        local result = { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) }
+        slices.soon(function() -- each result in a slice of the loop, with the rest
+          applied(result)
+        end)
         pump()
       end)
     end
   end
 end
 
---- Apply the queued results, a slice of main-loop time at a time.
-function drain()
-  local started = vim.uv.hrtime()
-  while #ready > 0 and vim.uv.hrtime() - started < SLICE_NS do
-    local result = table.remove(ready, 1)
-    local ok, err = pcall(apply, result, function(err)
-      finish(result, err)
-    end)
-    if not ok then
-      finish(result, err)
-    end
-  end
-  if #ready > 0 then
-    vim.defer_fn(drain, 0) -- keys and redraws first
-  else
-    draining = false
+--- Apply one file's result; `finish` when it is over.
+---@param result gemini_companion.follow.Result
+function applied(result)
+  local ok, err = pcall(apply, result, function(err)
+    finish(result, err)
+  end)
+  if not ok then
+    finish(result, err)
   end
 end
 
