@@ -9,11 +9,18 @@ reload is followed exactly afterwards."""
 from __future__ import annotations
 
 from conftest import Editor, Sandbox, wait_for
-from follow.test_follow import ASKED, STATE, WRITE_COPY
 
 LARGE = {"changes": {"enabled": False, "max_file_kb": 8192}}
 WATCHED = "return require('gemini_companion.follow').watched()"
 HOLDS = "return require('gemini_companion.tools.buffer_bytes').holds(...)"
+STATE = "return vim.b[...].gemini_companion_follow or vim.NIL"
+WRITE_COPY = "local buf, copy = ... vim.api.nvim_buf_call(buf, function() vim.cmd('silent write ' .. copy) end)"
+# Neovim's own check with 'noautoread': how many times it would ask (W11/W12/E211).
+ASKED = (
+    "local asked = 0 vim.o.autoread = false"
+    " local id = vim.api.nvim_create_autocmd('FileChangedShell', {callback = function() asked = asked + 1 end})"
+    " vim.cmd('checktime') vim.api.nvim_del_autocmd(id) return asked"
+)
 # A user's edit made just before the plugin changes the buffer (between its read and its change).
 EDIT_FIRST = """
 local reload = require('gemini_companion.follow.reload')
