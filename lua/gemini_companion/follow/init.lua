@@ -5,11 +5,14 @@
 --- (`:GeminiCompanion conflict` compares, follow/conflict.lua); a deleted file's buffer stays,
 --- marked. Signals: each open file's folder watched (uv fs_event, one handle per folder, bounded,
 --- released with its last buffer), and a sweep at each agent tool's end and turn's end (the CLIs'
---- hooks) for what a watch misses. Files are read off the main loop; each result is applied in
---- its own slice of the loop.
+--- hooks) for what a watch misses. Files are read off the main loop, results applied a slice of
+--- the loop at a time (follow/slices.lua); whether a buffer holds the new bytes and which lines
+--- changed are worked out off it (follow/delta.lua).
 local files = require('gemini_companion.files')
 local message = require('gemini_companion.message')
+local delta = require('gemini_companion.follow.delta')
 local reload = require('gemini_companion.follow.reload')
+local slices = require('gemini_companion.follow.slices')
 
 local M = {}
 
@@ -19,8 +22,6 @@ local MAX_FOLDERS = 256
 local SETTLE_MS = 20
 -- A buffer is reloaded at most once in this long.
 local MIN_GAP_MS = 100
--- Main-loop time one slice of results may take before it yields to keys and redraws.
-local SLICE_NS = 1e6
 -- Files read at once.
 local MAX_READS = 4
 -- A file modified this close to its buffer's read (s, the clock's granularity) may have changed
@@ -36,6 +37,14 @@ local RECENT_S = 2
 ---@field shown integer? when it was last reloaded (uv.now, ms)
 ---@field again boolean? another change came during that read
 ---@field state nil|'conflict'|'deleted'
+---@field matched? gemini_companion.follow.Matched the bytes the buffer last held, while it holds them
+
+---@class gemini_companion.follow.Result
+---@field buf integer
+---@field entry gemini_companion.Followed
+---@field text string?
+---@field why string?
+---@field sig string
 
 ---@type table<integer, gemini_companion.Followed>
 local followed = {}
@@ -43,15 +52,13 @@ local followed = {}
 local folders = {}
 local folder_count = 0
 local pending = {} ---@type table<integer, true> buffers to read once the burst settles
-local ready = {} ---@type {buf: integer, entry: gemini_companion.Followed, text: string?, why: string?, sig: string}[]
 local to_read, in_flight = {}, 0 ---@type integer[], integer
 local timer ---@type uv.uv_timer_t?
-local draining = false
 local group ---@type integer?
 
 local burst = require('gemini_companion.follow.burst')
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, in_step, recheck, watch, read, pump, drain, apply -- below the public functions
+local mark, in_step, recheck, watch, read, pump, applied, finish, apply, judged, remember -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -75,6 +82,9 @@ function M.start()
   vim.api.nvim_create_autocmd('BufModifiedSet', {
     group = group,
     callback = function(ev)
+      if vim.bo[ev.buf].modified and followed[ev.buf] then
+        followed[ev.buf].matched = nil -- (the bytes it held: not kept while it holds others)
+      end
       if M.state(ev.buf) == 'conflict' and not vim.bo[ev.buf].modified then
         pending[ev.buf] = true
         M.settle_soon()
@@ -131,6 +141,7 @@ function M.track(buf)
   local entry = followed[buf]
   if entry and entry.name == name then
     mark(buf, entry, nil) -- read or written: in step with the file again
+    entry.matched = nil
     return in_step(buf, entry)
   end
   M.untrack(buf)
@@ -323,85 +334,151 @@ function pump()
       in_flight = in_flight + 1
       files.read_async(entry.name, limit, function(text, why, stat)
         in_flight = in_flight - 1
-        table.insert(ready, { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) })
-        if not draining then
-          draining = true
-          vim.schedule(drain)
-        end
+        local result = { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) }
+        slices.soon(function() -- each result in a slice of the loop, with the rest
+          applied(result)
+        end)
         pump()
       end)
     end
   end
 end
 
---- Apply the queued results, a slice of main-loop time at a time.
-function drain()
-  local started = vim.uv.hrtime()
-  while #ready > 0 and vim.uv.hrtime() - started < SLICE_NS do
-    local result = table.remove(ready, 1)
-    local ok, err = pcall(apply, result)
-    result.entry.reading = false
-    if result.entry.again then
-      result.entry.again = false
-      pending[result.buf] = true
-      M.settle_soon()
-    end
-    if not ok then
-      message.notify(('following %s: %s'):format(vim.fn.strtrans(result.entry.name), err), 'error')
-    end
-  end
-  if #ready > 0 then
-    vim.defer_fn(drain, 0) -- keys and redraws first
-  else
-    draining = false
+--- Apply one file's result; `finish` when it is over.
+---@param result gemini_companion.follow.Result
+function applied(result)
+  local ok, err = pcall(apply, result, function(err)
+    finish(result, err)
+  end)
+  if not ok then
+    finish(result, err)
   end
 end
 
---- One file's new state, on the main loop.
----@param result {buf: integer, entry: gemini_companion.Followed, text: string?, why: string?, sig: string}
-function apply(result)
+--- A result applied (its `done`): the file read again if it changed meanwhile.
+---@param result gemini_companion.follow.Result
+---@param err? string
+function finish(result, err)
+  if not result.entry.reading then
+    return -- (an error after its `done`)
+  end
+  result.entry.reading = false
+  if result.entry.again then
+    result.entry.again = false
+    pending[result.buf] = true
+    M.settle_soon()
+  end
+  if err then
+    message.notify(('following %s: %s'):format(vim.fn.strtrans(result.entry.name), err), 'error')
+  end
+end
+
+--- One file's new state, on the main loop; `done` once it is shown (a large one's lines are
+--- worked out off the main loop first, and put in a slice at a time).
+---@param result gemini_companion.follow.Result
+---@param done fun(err: string?)
+function apply(result, done)
   local buf, entry = result.buf, result.entry
   if followed[buf] ~= entry or not vim.api.nvim_buf_is_loaded(buf) then
-    return
+    return done()
   end
   local stale = entry.state == 'deleted' or (entry.state == 'conflict' and not vim.bo[buf].modified)
   if result.sig == entry.sig and not stale then
-    return -- as it was when the buffer last matched it (a write of ours, an event for nothing)
+    return done() -- as it was when the buffer last matched it (a write of ours, an event for nothing)
   end
   local why = result.why or ''
   if why:find('^ENOENT') or why:find('^ENOTDIR') then
     if entry.state ~= 'deleted' then
-      entry.sig = 'missing'
+      entry.sig, entry.matched = 'missing', nil
       reload.settle(buf, nil) -- Neovim's own check says nothing of it later (no E211)
       mark(buf, entry, 'deleted')
       burst.say('deleted', entry.name)
     end
-    return
+    return done()
   elseif why == 'changing' then -- still being written: its next event (or sweep) reads it whole
     pending[buf] = true
-    return M.settle_soon()
+    M.settle_soon()
+    return done()
   elseif not result.text then
     if entry.sig ~= result.sig then
       entry.sig = result.sig
       burst.say('unread', entry.name, why)
     end
-    return
+    return done()
+  elseif not delta.fits(buf) then
+    return judged(result, reload.holds(buf, result.text), nil, done)
   end
-  if reload.holds(buf, result.text) then
-    entry.sig = result.sig
-    if not vim.bo[buf].modified then
-      reload.settle(buf, result.text)
+  delta.judge(buf, result.text, entry.matched, function(verdict, plan)
+    if followed[buf] ~= entry or not vim.api.nvim_buf_is_loaded(buf) then
+      return done()
+    elseif verdict == 'moved' and not vim.bo[buf].modified then
+      pending[buf] = true -- changed as it was being compared: compared again
+      M.settle_soon()
+      return done()
     end
-    return mark(buf, entry, nil)
+    local ok, err = pcall(function()
+      if verdict == 'unsure' then
+        return judged(result, reload.holds(buf, result.text), nil, done)
+      end
+      judged(result, verdict == 'same', plan, done)
+    end)
+    if not ok then
+      done(err)
+    end
+  end)
+end
+
+--- One file's new bytes, once it is known whether the buffer `holds` them: kept, or shown.
+---@param result gemini_companion.follow.Result
+---@param holds boolean
+---@param plan? gemini_companion.follow.Plan the changes, worked out off the main loop
+---@param done fun(err: string?)
+function judged(result, holds, plan, done)
+  local buf, entry = result.buf, result.entry
+  if holds then
+    entry.sig = result.sig
+    local function kept(still)
+      if followed[buf] == entry and vim.api.nvim_buf_is_loaded(buf) then
+        remember(result, still)
+        mark(buf, entry, nil)
+      end
+      done()
+    end
+    if vim.bo[buf].modified then
+      return kept(true)
+    end
+    return reload.settle(buf, result.text, result.sig, kept)
   elseif vim.bo[buf].modified then
     -- The user's text is theirs: never replaced. Not settled either, so that `:w` still warns.
-    entry.sig = result.sig
+    entry.sig, entry.matched = result.sig, nil
     mark(buf, entry, 'conflict')
-    return burst.say('conflict', entry.name)
+    burst.say('conflict', entry.name)
+    return done()
   end
-  reload.apply(buf, result.text) -- (should it raise, the next event or sweep reads it again)
-  entry.sig, entry.shown = result.sig, vim.uv.now()
-  mark(buf, entry, nil)
+  if plan then
+    plan.sig = result.sig
+  end
+  reload.apply(buf, result.text, plan, function(shown, err, still)
+    if shown and followed[buf] == entry and vim.api.nvim_buf_is_loaded(buf) then
+      entry.sig, entry.shown = result.sig, vim.uv.now()
+      remember(result, still)
+      mark(buf, entry, nil)
+    elseif not err and followed[buf] == entry then -- changed under the change: judged again
+      pending[buf] = true
+      M.settle_soon()
+    end
+    done(err) -- (failed: the next event or sweep reads it again)
+  end)
+end
+
+--- Whether the buffer `holds` `result`'s bytes now; if so they are kept with its fingerprint, so
+--- that the next change asks no reading of the buffer (nothing kept for a buffer only Neovim's
+--- reading can judge, or one Neovim's reading gave newer bytes: the file changed once more).
+---@param result gemini_companion.follow.Result
+---@param holds boolean?
+function remember(result, holds)
+  local keep = holds and result.text and delta.fits(result.buf)
+  result.entry.matched = keep and { at = delta.fingerprint(result.buf), text = result.text } or nil
 end
 
 --- Set the buffer's mark (entry and `b:gemini_companion_follow`).

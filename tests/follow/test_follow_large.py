@@ -1,0 +1,165 @@
+"""Large files follow their changes on disk (issue 33) without holding Neovim's main loop: whether
+the buffer holds the new bytes and the changed lines are worked out off the main loop, the lines
+put in a slice at a time. In a real Neovim with the real host: a 3 MB file with thousands of
+changes is followed byte for byte as one undo step, the cursor on its text; a user edit landing
+between the read and the change is never overwritten; a buffer changed behind 'modified' is
+compared, never trusted to still hold what it last matched; a file written again during the
+reload is followed exactly afterwards."""
+
+from __future__ import annotations
+
+from conftest import Editor, Sandbox, wait_for
+
+LARGE = {"changes": {"enabled": False, "max_file_kb": 8192}}
+WATCHED = "return require('gemini_companion.follow').watched()"
+HOLDS = "return require('gemini_companion.tools.buffer_bytes').holds(...)"
+STATE = "return vim.b[...].gemini_companion_follow or vim.NIL"
+WRITE_COPY = "local buf, copy = ... vim.api.nvim_buf_call(buf, function() vim.cmd('silent write ' .. copy) end)"
+# Neovim's own check with 'noautoread': how many times it would ask (W11/W12/E211).
+ASKED = (
+    "local asked = 0 vim.o.autoread = false"
+    " local id = vim.api.nvim_create_autocmd('FileChangedShell', {callback = function() asked = asked + 1 end})"
+    " vim.cmd('checktime') vim.api.nvim_del_autocmd(id) return asked"
+)
+# A user's edit made just before the plugin changes the buffer (between its read and its change).
+EDIT_FIRST = """
+local reload = require('gemini_companion.follow.reload')
+local original = reload.apply
+reload.apply = function(buf, ...)
+  if not _G.edited then
+    _G.edited = true
+    vim.api.nvim_buf_set_lines(buf, 0, 1, true, { 'MINE' })
+  end
+  return original(buf, ...)
+end
+"""
+
+# The agent writes the file again just as the plugin changes the buffer to the bytes it read.
+WRITE_FIRST = """
+local path, again = ...
+local reload = require('gemini_companion.follow.reload')
+local original = reload.apply
+reload.apply = function(...)
+  if not _G.written then
+    _G.written = true
+    local f = assert(io.open(path, 'wb')) f:write(again) f:close()
+  end
+  return original(...)
+end
+"""
+
+# A user's edit made while the plugin works out the change off the main loop.
+EDIT_DURING = """
+local delta = require('gemini_companion.follow.delta')
+local original = delta.judge
+delta.judge = function(buf, ...)
+  original(buf, ...)
+  if not _G.edited then
+    _G.edited = true
+    vim.api.nvim_buf_set_lines(buf, 0, 1, true, { 'MINE' })
+  end
+end
+"""
+
+
+def opened(editor_factory, sandbox: Sandbox, name: str, data: bytes) -> tuple[Editor, int]:
+    path = sandbox.project / name
+    path.write_bytes(data)
+    ed = editor_factory(LARGE, [str(path)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua(WATCHED) == 1, 10, "the folder watched")
+    return ed, ed.lua("return vim.api.nvim_get_current_buf()")
+
+
+def test_a_large_file_is_followed_exactly_as_one_undo_step(editor_factory, sandbox: Sandbox):
+    """3 MB, 60 000 lines: ten inserted at the top, every seventh changed, the last hundred gone
+    (thousands of changes: many slices of the loop). The
+    buffer's bytes are the file's, it is unmodified, the cursor stays on its text, `u` once gives
+    the old bytes back (modified), `<C-r>` the new (unmodified), Neovim's own check asks
+    nothing, and the buffer is as modifiable as before."""
+    old_lines = [f"{i:06} " + "x" * 43 for i in range(60000)]
+    old = ("\n".join(old_lines) + "\n").encode()
+    new_lines = [f"top {i}" for i in range(10)]
+    new_lines += [line.replace("x", "y") if i % 7 == 0 else line for i, line in enumerate(old_lines[:-100])]
+    new = ("\n".join(new_lines) + "\n").encode()
+    ed, buf = opened(editor_factory, sandbox, "large.txt", old)
+    ed.lua("vim.api.nvim_win_set_cursor(0, {40001, 5})")
+    assert ed.lua("return vim.api.nvim_get_current_line()") == old_lines[40000]
+    (sandbox.project / "large.txt").write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    copy = sandbox.base / "copy.txt"
+    ed.lua(WRITE_COPY, buf, str(copy))
+    assert copy.read_bytes() == new
+    assert ed.lua("return {vim.bo.modified, vim.bo.modifiable}") == [False, True]
+    assert ed.lua("return vim.api.nvim_win_get_cursor(0)") == [40011, 5]
+    assert ed.lua("return vim.api.nvim_get_current_line()") == old_lines[40000]
+    assert ed.lua(ASKED) == 0
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, old) and ed.lua("return vim.bo.modified") is True
+    ed.nvim.command("redo")
+    assert ed.lua(HOLDS, buf, new) and ed.lua("return vim.bo.modified") is False
+
+
+def test_a_user_edit_between_the_read_and_the_change_is_never_overwritten(editor_factory, sandbox: Sandbox):
+    """The user types into the buffer after the plugin read the file and worked out its change,
+    before the change is made: the user's line stays, the rest is the old text (never a mix with
+    the file's), the buffer modified and marked in conflict."""
+    old_lines = [f"line {i}" for i in range(20000)]
+    old = ("\n".join(old_lines) + "\n").encode()
+    ed, buf = opened(editor_factory, sandbox, "typed.txt", old)
+    ed.lua(EDIT_FIRST)
+    (sandbox.project / "typed.txt").write_bytes(b"agent\n" + old.replace(b"line 1000\n", b"LINE 1000\n"))
+    wait_for(lambda: ed.lua(STATE, buf) == "conflict", 30, "the conflict mark")
+    assert ed.lua("return _G.edited") is True
+    assert ed.lua(HOLDS, buf, ("\n".join(["MINE", *old_lines[1:]]) + "\n").encode())
+    assert ed.lua("return vim.bo.modified") is True
+
+
+def test_a_user_edit_while_the_change_is_worked_out_is_never_overwritten(editor_factory, sandbox: Sandbox):
+    """The user types while the plugin gathers the buffer and diffs it off the main loop: the
+    plan made from the text before the edit is never applied; the buffer keeps the edit, is
+    marked in conflict, and nothing else in it changed."""
+    old_lines = [f"line {i}" for i in range(20000)]
+    old = ("\n".join(old_lines) + "\n").encode()
+    ed, buf = opened(editor_factory, sandbox, "during.txt", old)
+    ed.lua(EDIT_DURING)
+    (sandbox.project / "during.txt").write_bytes(old.replace(b"line 1000\n", b"LINE 1000\n"))
+    wait_for(lambda: ed.lua(STATE, buf) == "conflict", 30, "the conflict mark")
+    assert ed.lua("return _G.edited") is True
+    assert ed.lua(HOLDS, buf, ("\n".join(["MINE", *old_lines[1:]]) + "\n").encode())
+
+
+def test_a_buffer_changed_behind_modified_is_compared_not_trusted(editor_factory, sandbox: Sandbox):
+    """The buffer followed its file; then a plugin changes its lines and marks it unmodified. The
+    file is written again with the bytes the buffer last matched: the buffer is compared with
+    them, not taken to hold them still, and shows them again."""
+    text = ("\n".join(f"line {i}" for i in range(5000)) + "\n").encode()
+    ed, buf = opened(editor_factory, sandbox, "behind.txt", text)
+    path = sandbox.project / "behind.txt"
+    new = b"first\n" + text
+    path.write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 30, "the buffer to follow the file")
+    ed.lua("vim.api.nvim_buf_set_lines(0, 100, 101, true, {'plugin'}) vim.bo.modified = false")
+    path.write_bytes(new)  # the same bytes, written again
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 30, "the buffer to show the file again")
+    assert ed.lua("return vim.bo.modified") is False and ed.lua(STATE, buf) is None
+
+
+def test_a_file_written_again_during_the_reload_is_followed_exactly(editor_factory, sandbox: Sandbox):
+    """The file is written again (B, a line inserted) just as the buffer is being changed to
+    what was read (A): Neovim's reading after the change takes B. The buffer is never taken to
+    hold A: A's diff to B or to the next change (C) is never applied to B (the line twice)."""
+    lines = [f"line {i}" for i in range(1000)]
+    a = [*lines[:10], "A", *lines[11:]]
+    b = [*a[:500], "B", *a[500:]]
+    c = [*b[:900], "C", *b[900:]]
+    data = {name: ("\n".join(text) + "\n").encode() for name, text in (("a", a), ("b", b), ("c", c))}
+    ed, buf = opened(editor_factory, sandbox, "again.txt", ("\n".join(lines) + "\n").encode())
+    path = sandbox.project / "again.txt"
+    ed.lua(WRITE_FIRST, str(path), data["b"])
+    path.write_bytes(data["a"])
+    wait_for(lambda: ed.lua(HOLDS, buf, data["b"]), 30, "the buffer to show the file written again")
+    assert ed.lua("return _G.written") is True
+    path.write_bytes(data["c"])
+    wait_for(lambda: ed.lua(HOLDS, buf, data["c"]), 30, "the buffer to follow the next change")
+    assert ed.lua("return vim.bo.modified") is False and ed.lua(STATE, buf) is None
