@@ -161,17 +161,26 @@ def cpu_per_motion(editor: Editor, n: int) -> float:
 
 def bench_motion_with_agent(base: Path) -> list[Row]:
     """Neovim's CPU per cursor motion: no agent; `:Gemini qwen` on screen; hidden; and, for
-    scale, the same CLI in a plain `:terminal` split (what Neovim's terminal itself costs)."""
+    scale, the same CLI in a plain `:terminal` split (what Neovim's terminal itself costs).
+    The agent on screen and the plain terminal on screen are measured in turns, both CLIs
+    running throughout: the machine's load moves between runs (2 shared cores), and a ratio of
+    phases measured one after the other measured that move."""
     sandbox, model = sandbox_with_model(base / "motion")
     source = sandbox.project / "big.py"
     source.write_text("".join(f"value_{i} = compute({i})  # line {i}\n" for i in range(2000)))
     editor = Editor(sandbox, setup=agents_setup(sandbox), args=[str(source)])
 
-    def measure() -> float:
+    def measure(runs: int = 3) -> float:
         editor.nvim.input("<C-\\><C-n>")  # out of a terminal's Terminal mode
         editor.nvim.command(f"drop {source}")
         wait_for(lambda: editor.lua("return vim.api.nvim_get_mode().mode") == "n", 30, "Normal mode")
-        return statistics.median(cpu_per_motion(editor, MOTIONS) for _ in range(3))
+        return statistics.median(cpu_per_motion(editor, MOTIONS) for _ in range(runs))
+
+    def plain_shown(show: bool) -> None:  # the plain terminal's window opened, or closed (it runs on)
+        if show:
+            editor.nvim.command(f"botright vsplit | buffer {plain_buf}")
+        else:
+            editor.lua("for _, w in ipairs(vim.fn.win_findbuf(...)) do vim.api.nvim_win_close(w, false) end", plain_buf)
 
     def settled(pid: int) -> None:  # a CLI keeps loading for seconds after it shows up
         process = psutil.Process(pid)
@@ -185,12 +194,20 @@ def bench_motion_with_agent(base: Path) -> list[Row]:
         editor.nvim.command("Gemini qwen")
         wait_for(lambda: editor.status()["clients"], E2E_TIMEOUT, "qwen connected")
         settled(editor.status()["agents"][0]["pid"])
-        shown = measure()
         editor.lua("require('gemini_companion.agents').hide('qwen')")
         hidden = measure()
         editor.nvim.command(f"botright vsplit | terminal {' '.join(CLIS['qwen'])}")
+        plain_buf = editor.lua("return vim.api.nvim_get_current_buf()")
         settled(editor.lua("return vim.fn.jobpid(vim.bo.channel)"))
-        plain = measure()
+        shown_runs, plain_runs = [], []
+        for _ in range(3):
+            plain_shown(False)
+            editor.lua("require('gemini_companion.agents').open('qwen')")
+            shown_runs.append(measure(1))
+            editor.lua("require('gemini_companion.agents').hide('qwen')")
+            plain_shown(True)
+            plain_runs.append(measure(1))
+        shown, plain = statistics.median(shown_runs), statistics.median(plain_runs)
     finally:
         editor.close()
         model.close()

@@ -24,10 +24,13 @@ return function(args, done)
       return done(nil, why:format(first, last, args.max_bytes / 1024 / 1024))
     end
     lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, false)
-    -- Only a range of the file was read (tools.py): its other lines are unknown, not unsaved. A
-    -- buffer far larger than the file's bytes cannot hold them: not compared line by line.
+    -- An unmodified buffer answers only by holding the file's bytes (`answers`): nothing unsaved,
+    -- and no second comparison of every byte. Only a range of the file was read (tools.py): its
+    -- other lines are unknown, not unsaved. A buffer far larger than the file's bytes cannot hold
+    -- them: not compared line by line.
     local far_larger = disk and offset(buf, total) > 2 * #disk + total
-    unsaved = disk == nil or args.file.partial or far_larger or not buffer_bytes.holds(buf, disk)
+    unsaved = vim.bo[buf].modified
+      and (disk == nil or args.file.partial or far_larger or not buffer_bytes.holds(buf, disk))
   end
   local more = not own and args.file.partial or nil
   done({
