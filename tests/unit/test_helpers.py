@@ -305,6 +305,32 @@ def test_an_agent_gets_its_own_files_tokens_and_label(tmp_path, monkeypatch):
     assert not gemini_file.exists() and not qwen_file.exists()
 
 
+def test_an_agents_lock_file_name_costs_a_look_at_a_few_names_not_all(tmp_path, monkeypatch):
+    """Registering runs before the agent's spawn (the user waits): a free Qwen lock file name is
+    found by random picks, looking at every one of the 1023 names only when they are nearly all
+    taken; it is still found when a single one is free."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+    ad = discovery.Advertisement(4242, "tok", "qtok", "ttok", "htok", 1, os.getpid(), [str(tmp_path)])
+    registry = access.Access()
+    registry.serve(ad)
+    looked: list[str] = []
+    real_lexists = os.path.lexists
+    monkeypatch.setattr(os.path, "lexists", lambda path: looked.append(path) or real_lexists(path))
+    registry.register(ad, "qwen", "qwen")
+    assert 0 < len([path for path in looked if path.endswith(".lock")]) <= access.QWEN_PORT_PICKS
+    registry.unregister("qwen")
+    lock_dir = tmp_path / "qwen" / "ide"
+    for port in access.AGENT_PORTS:
+        if port != 700:
+            (lock_dir / discovery.qwen_file_name(port)).write_text("{}")
+    assert registry.register(ad, "qwen", "qwen")["qwen_port"] == 700
+    registry.unregister("qwen")  # its lock file goes with it: now every name is taken
+    (lock_dir / discovery.qwen_file_name(700)).write_text("{}")
+    with pytest.raises(RuntimeError, match="no free agent lock file name"):
+        registry.register(ad, "qwen", "qwen")
+
+
 def test_settings_spans_agree_with_json_on_any_text():
     """jsonc.parse reads where each value is (edits splice there): every span it gives
     holds what json.loads reads at that place, for any spacing, escapes and nesting."""
