@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -155,6 +156,38 @@ def test_a_stale_file_of_ours_is_judged_up_to_a_size_bound(tmp_path):
         path.write_text(json.dumps({"port": 1, "workspacePath": workspace, "neovimCompanionPid": dead.pid}))
         judged.append(discovery.is_stale(str(path), dead.pid, 1))
     assert judged == [True, False]
+
+
+def test_discovery_files_are_written_without_waiting_on_the_disk_and_a_crash_leftover_is_swept(tmp_path, monkeypatch):
+    """The files that say where the server is are written whole (renamed into place) but never
+    fsync'd: a client waits for them (2-10 ms each). A crash before the bytes reach the disk can
+    leave a name of ours empty: the sweep takes it for stale; another IDE's empty file (in the
+    middle of its own write) is judged by its PID and port, as ever."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+
+    def no_fsync(fd: int) -> None:
+        raise AssertionError("fsync")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    ad = discovery.Advertisement(4242, "tok", "qtok", "ttok", "htok", 1, os.getpid(), [str(tmp_path)])
+    written, errors = discovery.write_all(ad)
+    assert len(written) == 2 and not errors
+    registry = access.Access()
+    registry.serve(ad)
+    registry.register(ad, "gemini", "gemini")
+    gemini_dir = Path(discovery.gemini_dir())
+    ours = gemini_dir / f"gemini-ide-server-{access.FIRST_AGENT_PID + 7}.json"
+    legacy = gemini_dir / f"gemini-ide-server-{os.getpid()}.json"  # an IDE's legacy name: not ours alone
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        writing = gemini_dir / f"gemini-ide-server-1-{listening.getsockname()[1]}.json"  # its IDE is up
+        for path in (ours, legacy, writing):
+            path.write_bytes(b"")
+        swept = discovery.sweep_stale()
+    assert swept == [str(ours)]
+    assert legacy.exists() and writing.exists() and all(os.path.exists(path) for path in written)
 
 
 def test_relative_discovery_bases_are_used_where_they_point(tmp_path, monkeypatch):

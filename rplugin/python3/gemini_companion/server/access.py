@@ -30,7 +30,7 @@ from gemini_companion.server import discovery
 from gemini_companion.server.http_guard import EDITOR_PATH, HOOKS_PATH, MCP_PATH
 
 CLI_NAMES = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}
-FIRST_AGENT_PID = 2**22 + 1  # above PID_MAX_LIMIT on 64-bit Linux
+FIRST_AGENT_PID = discovery.MAX_PID + 1  # above any PID
 LAST_AGENT_PID = 2**31 - 1
 AGENT_PORTS = range(1, 1024)
 QWEN_PORT_PICKS = 16  # random names tried before every name is looked at
