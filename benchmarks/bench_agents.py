@@ -129,6 +129,7 @@ timer:start(5, 5, vim.schedule_wrap(function()
   buf = buf or (require('gemini_companion.agents').get(what) or {}).buf
   local lines = buf and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or {}
   if not timer:is_closing() and table.concat(lines, '\\n'):find(ready, 1, true) then
+    _G.bench_buf = buf
     _G.bench_prompt = (vim.uv.hrtime() - started) / 1e6
     timer:close()
   end
@@ -162,8 +163,10 @@ def plain_start_ms(sandbox: Sandbox, cli: str) -> float:
 
 def bench_first_start(base: Path) -> list[Row]:
     """`:Gemini <cli>` until its prompt is on screen, against the same CLI alone in a plain
-    `:terminal` of a Neovim whose server is off (no plugin work, no IDE connection), both timed
-    the same way inside Neovim, interleaved run by run so machine load hits both alike."""
+    `:terminal` of a Neovim whose server is off and whose CLI settings have IDE mode off (nothing of
+    the plugin's, nothing the CLI does for an IDE), both timed the same way inside Neovim, each in a
+    fresh home, interleaved run by run so machine load hits both alike; each CLI's processes gone
+    before the next start (Gemini's relaunched child outlives Neovim for up to a second)."""
     rows: list[Row] = []
     for cli in CLIS:
         command, prompt, connected, alone = [], [], [], []
@@ -179,12 +182,16 @@ def bench_first_start(base: Path) -> list[Row]:
                 wait_for(lambda e=editor: e.status()["clients"], E2E_TIMEOUT, f"{cli} connected")
                 connected.append((time.perf_counter() - started) * 1000)
             finally:
-                editor.close()
+                close_with_its_cli(editor)
+                model.close()
+            sandbox, model = sandbox_with_model(base / f"alone-{cli}-{run}")
+            gemini_settings(sandbox.home, ide_enabled=False)
+            qwen_settings(sandbox.home, ide_enabled=False)
             editor = Editor(sandbox, setup={**agents_setup(sandbox), "auto_start": False})
             try:
                 alone.append(prompt_ms(editor, CLIS[cli], True)[1])
             finally:
-                editor.close()
+                close_with_its_cli(editor)
                 model.close()
         own, shown, total, cli_alone = (statistics.median(v) for v in (command, prompt, connected, alone))
         rows += [
@@ -200,6 +207,20 @@ def bench_first_start(base: Path) -> list[Row]:
             ),
         ]
     return rows
+
+
+def close_with_its_cli(editor: Editor) -> None:
+    """Close Neovim and wait until the CLI it ran (`_G.bench_buf`'s job) and its children are gone."""
+    pid = editor.lua("return _G.bench_buf and vim.fn.jobpid(vim.bo[_G.bench_buf].channel)")
+    try:
+        process = psutil.Process(pid) if pid else None
+        tree = [process, *process.children(recursive=True)] if process else []
+    except psutil.NoSuchProcess:
+        tree = []
+    editor.close()
+    _, alive = psutil.wait_procs(tree, timeout=10)
+    for process in alive:
+        process.kill()
 
 
 def cpu_per_motion(editor: Editor, n: int) -> float:
