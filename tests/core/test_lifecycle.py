@@ -342,6 +342,23 @@ def test_host_is_not_spawned_during_startup(editor_factory, sandbox):
     editor.wait_state("running")
 
 
+def test_the_discovery_file_is_out_before_pythons_site_loads(editor_factory, sandbox):
+    """The host writes the discovery file before `site` (site-packages, .pth files, sitecustomize)
+    loads, which the file needs none of; site still loads, so pynvim is found and the host runs."""
+    customize = sandbox.base / "customize"
+    customize.mkdir()
+    seen = sandbox.base / "files_at_site"
+    (customize / "sitecustomize.py").write_text(
+        "import glob, os\n"
+        f"files = glob.glob(os.path.join({str(sandbox.gemini_dir)!r}, 'gemini-ide-server-*.json'))\n"
+        f"open({str(seen)!r}, 'w').write(str(len(files)))\n"
+    )
+    sandbox.env["PYTHONPATH"] = str(customize)
+    editor = editor_factory()
+    editor.wait_state("running")
+    assert seen.read_text() == "1"
+
+
 def test_host_killed_under_a_running_neovim_then_restarted(editor, sandbox):
     """Host death is noticed at once, said once, taken back; `restart` brings a fresh host in this Neovim."""
     editor.lua(
