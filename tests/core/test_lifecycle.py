@@ -171,7 +171,7 @@ def test_stale_file_whose_port_another_process_took_is_swept(editor_factory, san
 def test_a_fifo_or_link_named_like_a_stale_file_neither_stalls_the_start_nor_is_swept(
     editor_factory, sandbox, tmp_path
 ):
-    """The sweep before the port file reads each file it judges: never through a link, never
+    """The sweep at start reads each file it judges: never through a link, never
     waiting on a FIFO (a read of one with no writer blocks for ever)."""
     dead = subprocess.Popen(["true"])
     dead.wait()
