@@ -164,12 +164,14 @@ def plain_start_ms(sandbox: Sandbox, cli: str) -> float:
 def bench_first_start(base: Path) -> list[Row]:
     """`:Gemini <cli>` until its prompt is on screen, against the same CLI alone in a plain
     `:terminal` of a Neovim whose server is off and whose CLI settings have IDE mode off (nothing of
-    the plugin's, nothing the CLI does for an IDE), both timed the same way inside Neovim, each in a
-    fresh home, interleaved run by run so machine load hits both alike; each CLI's processes gone
-    before the next start (Gemini's relaunched child outlives Neovim for up to a second)."""
+    the plugin's, nothing the CLI does for an IDE), and, to tell the plugin's share from the CLI's
+    own IDE mode, in a plain `:terminal` of a Neovim whose server runs (the CLI connects as an
+    agent does). All timed the same way inside Neovim, each in a fresh home, interleaved run by run
+    so machine load hits all alike; each CLI's processes gone before the next start (Gemini's
+    relaunched child outlives Neovim for up to a second)."""
     rows: list[Row] = []
     for cli in CLIS:
-        command, prompt, connected, alone = [], [], [], []
+        command, prompt, connected, alone, served = [], [], [], [], []
         for run in range(START_RUNS):
             sandbox, model = sandbox_with_model(base / f"start-{cli}-{run}")
             editor = Editor(sandbox, setup=agents_setup(sandbox))
@@ -193,11 +195,20 @@ def bench_first_start(base: Path) -> list[Row]:
             finally:
                 close_with_its_cli(editor)
                 model.close()
-        own, shown, total, cli_alone = (statistics.median(v) for v in (command, prompt, connected, alone))
+            sandbox, model = sandbox_with_model(base / f"served-{cli}-{run}")
+            editor = Editor(sandbox, setup=agents_setup(sandbox))
+            try:
+                editor.wait_state("running")
+                served.append(prompt_ms(editor, CLIS[cli], True)[1])
+            finally:
+                close_with_its_cli(editor)
+                model.close()
+        own, shown, total, cli_alone, ide = (statistics.median(v) for v in (command, prompt, connected, alone, served))
         rows += [
             row(f":Gemini {cli}: the command's own time in Neovim", own, "ms", "<= 200", own <= 200),
             row(f":Gemini {cli} -> its prompt on screen", shown, "ms", "<= alone + 30", shown <= cli_alone + 30),
             row(f"  {cli} alone: plain :terminal -> its prompt on screen", cli_alone, "ms", "-", True),
+            row(f"  {cli} in a plain :terminal, the server up (IDE mode on)", ide, "ms", "-", True),
             row(
                 f":Gemini {cli} -> connected (after its prompt: the CLI connects in the background)",
                 total,
