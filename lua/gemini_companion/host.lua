@@ -13,9 +13,10 @@ M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
 --- The remote plugin's directory, as pynvim names its handlers ("<path>:function:<name>").
 M.plugin = vim.fs.normalize(M.root .. '/rplugin/python3/gemini_companion')
 
--- Run as `python -c BOOT <plugin dir>`: boot.py advertises the server, then runs pynvim's
+-- Run as `python -S -c BOOT <plugin dir>`: boot.py advertises the server, then runs pynvim's
 -- plugin host on the packages named on its command line. An empty sys.path entry (the cwd)
--- must not shadow anything.
+-- must not shadow anything. -S: boot.py loads `site` (site-packages, .pth files) itself, once
+-- the discovery file is out.
 local BOOT = "import sys; sys.path = [p for p in sys.path if p]; p = sys.argv[1] + '/programs/boot.py'; "
   .. "exec(compile(open(p).read(), p, 'exec'))"
 local STDERR_LINES = 20
@@ -132,7 +133,7 @@ local function spawn(start, quiet)
     return fail(('the Python host %s does not exist: %s'):format(python, M.install_hint()), quiet)
   end
   stderr = {}
-  local ok, channel = pcall(vim.fn.jobstart, { python, '-c', BOOT, M.plugin }, {
+  local ok, channel = pcall(vim.fn.jobstart, { python, '-S', '-c', BOOT, M.plugin }, {
     rpc = true,
     env = {
       [env.start] = vim.json.encode(start),

@@ -298,6 +298,33 @@ def test_ask_for_qwen_finds_its_sessions(world, editor_factory):
     assert started_with(world, "qwen") == ["--resume", QWEN_ID]
 
 
+def test_the_question_reads_the_newest_conversations_not_every_one(world, editor_factory):
+    """The agent starts after the question, which names one conversation: the newest by its own
+    last change, among the files written last; not the 100 a listing reads (with 150 long
+    conversations, 60-97 ms against 124-160 ms before the question shows)."""
+    chats = gemini_chats(world)
+    ids = [str(uuid.uuid4()) for _ in range(30)]
+    for i, sid in enumerate(ids):  # written in this order, a minute apart: the last is the newest
+        path = chats / f"session-2026-11-26T10-{i:02d}-{sid[:8]}.jsonl"
+        path.write_text(session_text(sid, f"talk {i}", updated=f"2026-11-26T10:{i:02d}:00.000Z"))
+        stamp = time.time() - 3600 + 60 * i
+        os.utime(path, (stamp, stamp))
+    ed = editor_factory(setup_for(world, "ask"))
+    ed.nvim.ui_attach(100, 30, ext_linegrid=True)
+    ed.lua(
+        """
+        local lister = require('gemini_companion.agents.sessions.lister')
+        local run = lister.run
+        lister.run = function(args, ...) _G.listed_with = args; return run(args, ...) end
+        """
+    )
+    stub_select(ed, 1)
+    ed.nvim.command("Gemini")
+    assert "talk 29" in shown(ed)["items"][0]
+    assert started_with(world, "gemini") == ["--resume", ids[-1]]
+    assert ed.lua("return _G.listed_with") == ["gemini", str(chats), "10"]
+
+
 @pytest.mark.parametrize(
     ("resume", "ui", "sessions", "expected"),
     [

@@ -171,7 +171,7 @@ def test_stale_file_whose_port_another_process_took_is_swept(editor_factory, san
 def test_a_fifo_or_link_named_like_a_stale_file_neither_stalls_the_start_nor_is_swept(
     editor_factory, sandbox, tmp_path
 ):
-    """The sweep before the port file reads each file it judges: never through a link, never
+    """The sweep at start reads each file it judges: never through a link, never
     waiting on a FIFO (a read of one with no writer blocks for ever)."""
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -340,6 +340,23 @@ def test_host_is_not_spawned_during_startup(editor_factory, sandbox):
     )
     assert editor.nvim.vars["host_at_vimenter"] == 0
     editor.wait_state("running")
+
+
+def test_the_discovery_file_is_out_before_pythons_site_loads(editor_factory, sandbox):
+    """The host writes the discovery file before `site` (site-packages, .pth files, sitecustomize)
+    loads, which the file needs none of; site still loads, so pynvim is found and the host runs."""
+    customize = sandbox.base / "customize"
+    customize.mkdir()
+    seen = sandbox.base / "files_at_site"
+    (customize / "sitecustomize.py").write_text(
+        "import glob, os\n"
+        f"files = glob.glob(os.path.join({str(sandbox.gemini_dir)!r}, 'gemini-ide-server-*.json'))\n"
+        f"open({str(seen)!r}, 'w').write(str(len(files)))\n"
+    )
+    sandbox.env["PYTHONPATH"] = str(customize)
+    editor = editor_factory()
+    editor.wait_state("running")
+    assert seen.read_text() == "1"
 
 
 def test_host_killed_under_a_running_neovim_then_restarted(editor, sandbox):

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -157,6 +158,38 @@ def test_a_stale_file_of_ours_is_judged_up_to_a_size_bound(tmp_path):
     assert judged == [True, False]
 
 
+def test_discovery_files_are_written_without_waiting_on_the_disk_and_a_crash_leftover_is_swept(tmp_path, monkeypatch):
+    """The files that say where the server is are written whole (renamed into place) but never
+    fsync'd: a client waits for them (2-10 ms each). A crash before the bytes reach the disk can
+    leave a name of ours empty: the sweep takes it for stale; another IDE's empty file (in the
+    middle of its own write) is judged by its PID and port, as ever."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+
+    def no_fsync(fd: int) -> None:
+        raise AssertionError("fsync")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    ad = discovery.Advertisement(4242, "tok", "qtok", "ttok", "htok", 1, os.getpid(), [str(tmp_path)])
+    written, errors = discovery.write_all(ad)
+    assert len(written) == 2 and not errors
+    registry = access.Access()
+    registry.serve(ad)
+    registry.register(ad, "gemini", "gemini")
+    gemini_dir = Path(discovery.gemini_dir())
+    ours = gemini_dir / f"gemini-ide-server-{access.FIRST_AGENT_PID + 7}.json"
+    legacy = gemini_dir / f"gemini-ide-server-{os.getpid()}.json"  # an IDE's legacy name: not ours alone
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        writing = gemini_dir / f"gemini-ide-server-1-{listening.getsockname()[1]}.json"  # its IDE is up
+        for path in (ours, legacy, writing):
+            path.write_bytes(b"")
+        swept = discovery.sweep_stale()
+    assert swept == [str(ours)]
+    assert legacy.exists() and writing.exists() and all(os.path.exists(path) for path in written)
+
+
 def test_relative_discovery_bases_are_used_where_they_point(tmp_path, monkeypatch):
     """QWEN_HOME and TMPDIR may be relative (Qwen resolves them against its working directory)."""
     monkeypatch.chdir(tmp_path)
@@ -303,6 +336,32 @@ def test_an_agent_gets_its_own_files_tokens_and_label(tmp_path, monkeypatch):
     assert registry.identify(b"Bearer " + qwen_token.encode()) is None  # re-registered: old tokens are void
     registry.unregister("qwen")
     assert not gemini_file.exists() and not qwen_file.exists()
+
+
+def test_an_agents_lock_file_name_costs_a_look_at_a_few_names_not_all(tmp_path, monkeypatch):
+    """Registering runs before the agent's spawn (the user waits): a free Qwen lock file name is
+    found by random picks, looking at every one of the 1023 names only when they are nearly all
+    taken; it is still found when a single one is free."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+    ad = discovery.Advertisement(4242, "tok", "qtok", "ttok", "htok", 1, os.getpid(), [str(tmp_path)])
+    registry = access.Access()
+    registry.serve(ad)
+    looked: list[str] = []
+    real_lexists = os.path.lexists
+    monkeypatch.setattr(os.path, "lexists", lambda path: looked.append(path) or real_lexists(path))
+    registry.register(ad, "qwen", "qwen")
+    assert 0 < len([path for path in looked if path.endswith(".lock")]) <= access.QWEN_PORT_PICKS
+    registry.unregister("qwen")
+    lock_dir = tmp_path / "qwen" / "ide"
+    for port in access.AGENT_PORTS:
+        if port != 700:
+            (lock_dir / discovery.qwen_file_name(port)).write_text("{}")
+    assert registry.register(ad, "qwen", "qwen")["qwen_port"] == 700
+    registry.unregister("qwen")  # its lock file goes with it: now every name is taken
+    (lock_dir / discovery.qwen_file_name(700)).write_text("{}")
+    with pytest.raises(RuntimeError, match="no free agent lock file name"):
+        registry.register(ad, "qwen", "qwen")
 
 
 def test_settings_spans_agree_with_json_on_any_text():

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
 
 from conftest import wait_for
 from gemini_companion import companion
 from gemini_companion.editor import PendingEditor
-from gemini_companion.server import launch
+from gemini_companion.server import discovery, launch
 
 
 def test_accepted_connections_send_without_waiting_for_acks() -> None:
@@ -70,3 +71,32 @@ def test_a_stop_while_the_server_loads_closes_its_port(tmp_path, monkeypatch) ->
 
     wait_for(closed, 30, f"the worker to close port {port} once it has the lock")
     assert stopped.status()["state"] == "stopped"
+
+
+def test_the_discovery_files_go_out_before_stale_ones_are_judged(tmp_path, monkeypatch) -> None:
+    """A CLI waits for the discovery file; judging stale files (a dead IDE's: its PID, its port)
+    took 35-40 ms for three. They are judged after ours are written, and ours are never swept."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qwen"))
+    gemini_dir = tmp_path / "gemini" / "ide"
+    gemini_dir.mkdir(parents=True, mode=0o700)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = gemini_dir / f"gemini-ide-server-{dead.pid}-1.json"  # its IDE is gone, nothing on port 1
+    stale.write_text('{"port": 1}')
+    sweep = discovery.sweep_stale
+    ours_at_sweep: list[list[str]] = []
+
+    def watched() -> list[str]:
+        ours_at_sweep.append(sorted(p.name for p in gemini_dir.iterdir() if p != stale))
+        return sweep()
+
+    monkeypatch.setattr(discovery, "sweep_stale", watched)
+    launched = launch.launch(os.getpid(), [str(tmp_path)])
+    try:
+        name = f"gemini-ide-server-{launched.ad.ide_pid}-{launched.ad.port}.json"
+        assert ours_at_sweep == [[name]]
+        assert launched.swept == [str(stale)] and not stale.exists()
+        assert all(os.path.exists(path) for path in launched.files)
+    finally:
+        launched.abandon()

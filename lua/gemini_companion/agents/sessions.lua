@@ -12,6 +12,7 @@ local M = {}
 
 M.TIMEOUT_MS = 20000 -- a listing (Qwen's: a node start, ~1-2 s), ended whole after this long
 M.SLOW_MS = 1000 -- say that the listing runs, after this long
+local QUESTION_LIMIT = 10 -- sessions read to ask about the newest (files newest first)
 local TEXT_WIDTH = 72
 local RESUME_FLAGS = { ['--resume'] = true, ['-r'] = true, ['--continue'] = true, ['-c'] = true }
 local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
@@ -193,16 +194,18 @@ local function sessions_of(records)
   return sessions
 end
 
---- The workspace's sessions of an agent (the newest lister.LIMIT), newest first; `done` is called
---- once, on the main loop.
+--- The workspace's sessions of an agent (the newest `limit`, else lister.LIMIT), newest first;
+--- `done` is called once, on the main loop.
 ---@param name string
 ---@param done fun(sessions: gemini_companion.Session[]?, err: string?)
-function M.list(name, done)
+---@param limit? integer
+function M.list(name, done, limit)
   local cli = cli_of(name)
   if not cli then
     return done(nil, ('%s: sessions are known for Gemini CLI and Qwen Code only'):format(name))
   end
-  local limit, chats = tostring(lister.LIMIT), M.gemini_chats(name)
+  local chats = M.gemini_chats(name)
+  limit = tostring(limit or lister.LIMIT)
   local args, opts = { 'gemini', chats, limit }, { timeout_ms = M.TIMEOUT_MS }
   if cli == 'gemini' and not chats then
     return done({})
@@ -318,6 +321,9 @@ function M.consult(name)
   if #vim.api.nvim_list_uis() == 0 or not any_session(name, cli) then
     return false -- nobody to ask, or nothing to resume: a new conversation
   end
+  -- The question names the newest, and the agent starts after it: the newest by their own last
+  -- change among the files written last, not the 100 a listing shows (of 150 conversations of
+  -- ~370 KB: 60-97 ms against 124-160 ms, load 6).
   M.list(name, function(sessions)
     local latest = sessions and sessions[1]
     if not latest then
@@ -330,7 +336,7 @@ function M.consult(name)
       end
       agents.open(name, i == 1 and M.args(cli, latest.id) or {})
     end)
-  end)
+  end, QUESTION_LIMIT)
   return true
 end
 

@@ -19,6 +19,22 @@ sys.modules["_hashlib"] = None  # type: ignore[assignment]
 
 SERVE_WAIT_SECONDS = 5.0  # at most, before pynvim loads anyway (a start that hangs is reported)
 
+
+site_loaded = not sys.flags.no_site
+
+
+def load_site() -> None:
+    """host.lua runs Python with -S: `site` (the site-packages on sys.path, .pth files such as
+    setuptools' distutils hack, sitecustomize) loads here, after the discovery file, which needs
+    none of it (3-15 ms less before a CLI can find the server). Once."""
+    global site_loaded
+    if not site_loaded:
+        site_loaded = True
+        import site
+
+        site.main()
+
+
 plugin_dir = sys.argv[1]
 sys.path.insert(0, os.path.dirname(plugin_dir))
 import gemini_companion  # noqa: E402 - from the plugin directory, just put on sys.path
@@ -33,6 +49,7 @@ if start:
         params = json.loads(start)
         nvim_pid, workspace = int(params["nvim_pid"]), list(params["workspace"])
         launched = launch.launch(nvim_pid, workspace)  # the port file first: the CLI's side starts
+        load_site()
         from gemini_companion import companion, log
 
         log.configure(params.get("log"))  # the port file is out: now the log (a problem is said by `start`)
@@ -41,6 +58,7 @@ if start:
         if launched is not None:
             launched.abandon()
 
+load_site()  # (a start without parameters, or one that failed before the port file)
 import pynvim  # noqa: E402 - after the server, on purpose
 
 from gemini_companion.plugin import GeminiCompanionPlugin  # noqa: E402

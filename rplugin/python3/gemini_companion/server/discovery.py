@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GEMINI_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+MAX_PID = 2**22  # PID_MAX_LIMIT on 64-bit Linux
 GEMINI_AGENT_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)\.json$")  # an agent's own (access.py)
 QWEN_FILE_RE = re.compile(r"^(\d+)\.lock$")
 IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
@@ -132,7 +133,11 @@ def _open_dir(path: str) -> int:
 
 
 def write_secret_json(directory: str, name: str, data: dict[str, Any]) -> str:
-    """Write `data` to directory/name atomically, mode 0600 from the first byte."""
+    """Write `data` to directory/name atomically, mode 0600 from the first byte. Not synced to the
+    disk: the file describes a live process (a reader sees it whole once renamed, from the page
+    cache), a crash ends that process too, and each fsync cost a client's wait 2-10 ms (the
+    discovery file at startup, an agent's three files before its spawn). A crash may leave the
+    name empty: the sweep takes such a file for stale (is_stale)."""
     payload = json.dumps(data).encode()
     dfd = _open_dir(directory)
     temp = f".{name}.{os.urandom(6).hex()}.tmp"  # not `secrets`: see launch.new_token
@@ -140,7 +145,6 @@ def write_secret_json(directory: str, name: str, data: dict[str, Any]) -> str:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
         try:
             os.write(fd, payload)
-            os.fsync(fd)
         finally:
             os.close(fd)
         # rename() replaces a symlink at `name` instead of following it.
@@ -310,7 +314,8 @@ def port_listening(port: int) -> bool:
 
 def is_stale(path: str, name_pid: int | None, port: int | None) -> bool:
     """Whether `path` (a regular file of ours) names a server that is gone. `port` None: an agent's
-    file (access.py) or a hook key file (hook_keys.py), judged by its owner field alone."""
+    file (access.py) or a hook key file (hook_keys.py), judged by its owner field alone (and
+    `name_pid`, an agent file's number)."""
     data = _read_own_json(path)
     if data is None:
         return False
@@ -319,7 +324,9 @@ def is_stale(path: str, name_pid: int | None, port: int | None) -> bool:
         started = data.get(OWNER_START_FIELD)
         return owner != os.getpid() and not pid_alive(owner, started if isinstance(started, int) else None)
     if port is None:
-        return False
+        # Empty: a crash before its bytes reached the disk (write_secret_json), under a name nobody
+        # else writes (a hook key file; an agent's, numbered above any PID: access.py).
+        return not data and (name_pid is None or name_pid > MAX_PID)
     # Someone else's file: only when nobody can be behind it.
     pid = name_pid if name_pid is not None else data.get("ppid")
     pid_dead = not isinstance(pid, int) or not pid_alive(pid)
@@ -330,7 +337,8 @@ def _read_own_json(path: str) -> dict[str, Any] | None:
     """The JSON object in `path` ({} for other JSON) if it is a small regular file of ours, judged on
     the file opened (never through a link, never waiting on a FIFO put in its place); else None."""
     try:
-        data = json.loads(files.read(path, MAX_FILE_BYTES, follow=False, owner=os.getuid())[0])
+        text = files.read(path, MAX_FILE_BYTES, follow=False, owner=os.getuid())[0]
+        data = json.loads(text) if text else {}  # empty: see write_secret_json
     except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than Python's reader goes
         return None
     return data if isinstance(data, dict) else {}
@@ -342,7 +350,7 @@ def sweep_stale() -> list[str]:
     # Each kind of file, and what its name says: (PID, port). An agent's file says neither.
     kinds: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[int | None, int | None]]]] = [
         (gemini_dir(), GEMINI_FILE_RE, lambda m: (int(m[1]), int(m[2]))),
-        (gemini_dir(), GEMINI_AGENT_FILE_RE, lambda m: (None, None)),
+        (gemini_dir(), GEMINI_AGENT_FILE_RE, lambda m: (int(m[1]), None)),
         (qwen_dir(), QWEN_FILE_RE, lambda m: (None, int(m[1]))),
     ]
     for directory, pattern, parse in kinds:

@@ -21,13 +21,15 @@ class Launch:
 
     __slots__ = ("_raw", "ad", "errors", "files", "swept")
 
-    def __init__(self, raw: _socket.socket, ad: discovery.Advertisement, swept: list[str]) -> None:
+    def __init__(self, raw: _socket.socket, ad: discovery.Advertisement) -> None:
         """Advertise `ad`, served on `raw`: its discovery files written (`files`), or why not
-        (`errors`); `swept`: the stale files removed before."""
+        (`errors`); then the stale files of dead servers removed (`swept`). After, not before: the
+        sweep judges each file (three of dead IDEs cost 35-40 ms), a CLI waits for ours, and a stale
+        file never bears our names (the port is ours now: a dead server's file of it is replaced)."""
         self._raw = raw
         self.ad = ad
-        self.swept = swept
         self.files, self.errors = discovery.write_all(ad)
+        self.swept = discovery.sweep_stale()
 
     def listener(self) -> socket.socket:
         return listening(self._raw)
@@ -46,7 +48,6 @@ def new_token() -> str:
 
 
 def launch(nvim_pid: int, workspace: list[str]) -> Launch:
-    swept = discovery.sweep_stale()
     sock = bind_loopback()
     ad = discovery.Advertisement(
         port=sock.getsockname()[1],
@@ -58,7 +59,7 @@ def launch(nvim_pid: int, workspace: list[str]) -> Launch:
         nvim_pid=nvim_pid,
         workspace=clean_roots(workspace),
     )
-    return Launch(sock, ad, swept)
+    return Launch(sock, ad)
 
 
 def bind_loopback() -> _socket.socket:
