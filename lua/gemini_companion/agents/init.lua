@@ -9,6 +9,7 @@ local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
 local M = {}
+local H = {}
 
 ---@class gemini_companion.Agent
 ---@field name string
@@ -336,6 +337,27 @@ end
 ---@param text string
 ---@param submit? boolean
 function M.send(name, text, submit)
+  require('gemini_companion.agents.send_order').run(function()
+    H.deliver(name, text, submit)
+  end)
+end
+
+--- A send whose text is made later (off the main loop): its place in the order of sends is taken
+--- now. Call the returned function once, with the text (nil: nothing is sent).
+---@return fun(name: string?, text: string?, submit: boolean?)
+function M.send_later()
+  local fill = require('gemini_companion.agents.send_order').reserve()
+  return function(name, text, submit)
+    fill(text and function()
+      H.deliver(name, text, submit)
+    end or nil)
+  end
+end
+
+---@param name? string
+---@param text string
+---@param submit? boolean
+function H.deliver(name, text, submit)
   text = require('gemini_companion.agents.prompt').text(text)
   name = resolve(name)
   reach(name, function(agent)
