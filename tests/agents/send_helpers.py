@@ -1,9 +1,16 @@
 """The hostile selection and file name the send tests paste, and what each is shown as
-(tests/agents/test_send_hostile.py and its real-CLI twin share them)."""
+(tests/agents/test_send_hostile.py and its real-CLI twin share them); the fake agent the sends
+reach and the pastes it got (tests/agents/test_add_off_main_loop.py too)."""
 
 from __future__ import annotations
 
 import codecs
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import HARNESS
 
 # Every way a selection could try to act: the paste's end and start markers, CSI/OSC/DCS sequences,
 # keys (^C ^D ^U ESC CR BEL BS NUL DEL), CRLF, C1 controls (8-bit CSI/OSC/NEL, as UTF-8 and as raw
@@ -65,3 +72,25 @@ def snippet(name: bytes, where: str, lines: list[bytes], filetype: str, prompt: 
     code = shown(b"\n".join(lines))
     body = f"From {shown(name, one_line=True)} ({where}):\n{fence}{filetype}\n{code}\n{fence}\n"
     return body.replace("@", "\\@") + prompt
+
+
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+
+
+def fake_agent(log: Path, bracketed: bool = True) -> dict[str, Any]:
+    screen = ("\x1b[?2004h" if bracketed else "") + "fake agent\r\nType your message\r\n"
+    return {
+        "cmd": [sys.executable, str(HARNESS / "fake_agent.py")],
+        "env": {"FAKE_AGENT_LOG": str(log), "FAKE_AGENT_SCREEN": screen},
+    }
+
+
+def received(log: Path) -> bytes:
+    return log.read_bytes() if log.exists() else b""
+
+
+def pastes(data: bytes) -> list[bytes]:
+    """The bracketed pastes in `data`; fails when any byte is outside one (or an Enter ends `data`)."""
+    found = re.findall(rb"\x1b\[200~(.*?)\x1b\[201~", data, re.DOTALL)
+    assert b"".join(PASTE_START + p + PASTE_END for p in found) == data, data
+    return found

@@ -15,34 +15,22 @@ from typing import Any
 
 import pytest
 
-from agents.send_helpers import HOSTILE_LINES, HOSTILE_NAME, shown, snippet
+from agents.send_helpers import (
+    HOSTILE_LINES,
+    HOSTILE_NAME,
+    PASTE_END,
+    fake_agent,
+    pastes,
+    received,
+    shown,
+    snippet,
+)
 from conftest import HARNESS, Editor, Sandbox, wait_for
-
-PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
 
 def escaped(path: str) -> str:
     """`@path` escaping: a backslash before each character that ends a reference or is special."""
     return re.sub(r"([ \t\n\v\f\r,;!?()\[\]{}|*$`'\"#&<>~])", r"\\\1", path)
-
-
-def fake_agent(log: Path, bracketed: bool = True) -> dict[str, Any]:
-    screen = ("\x1b[?2004h" if bracketed else "") + "fake agent\r\nType your message\r\n"
-    return {
-        "cmd": [sys.executable, str(HARNESS / "fake_agent.py")],
-        "env": {"FAKE_AGENT_LOG": str(log), "FAKE_AGENT_SCREEN": screen},
-    }
-
-
-def received(log: Path) -> bytes:
-    return log.read_bytes() if log.exists() else b""
-
-
-def pastes(data: bytes) -> list[bytes]:
-    """The bracketed pastes in `data`; fails when any byte is outside one (or an Enter ends `data`)."""
-    found = re.findall(rb"\x1b\[200~(.*?)\x1b\[201~", data, re.DOTALL)
-    assert b"".join(PASTE_START + p + PASTE_END for p in found) == data, data
-    return found
 
 
 def open_literally(editor: Editor, path: Path) -> int:
