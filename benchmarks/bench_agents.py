@@ -30,6 +30,7 @@ from benchlib import STALL_PROBE, Row, row
 
 from conftest import HARNESS, Editor, Sandbox, wait_for
 from harness.fake_model import FakeModel
+from harness.settings_edits import settings_edited
 from harness.tui import (
     E2E_TIMEOUT,
     GEMINI_BIN,
@@ -250,6 +251,7 @@ def bench_outside_neovim(base: Path) -> list[Row]:
             if ide:
                 editor = Editor(sandbox, setup={"auto_start": False})
                 editor.nvim.command("GeminiCompanion enable-cli gemini")
+                settings_edited(editor)
                 editor.close()
             try:
                 times[ide].append(plain_start_ms(sandbox, "gemini"))
