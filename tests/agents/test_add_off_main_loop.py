@@ -1,8 +1,9 @@
 """:GeminiAdd looks at a path's folders off Neovim's main loop (agents/at_path.lua `look`): in a folder
-of 50,000 names the loop keeps turning while the case twin is looked for (and still found), and a
+of 50,000 names the loop keeps turning while the case twin is looked for (and still found); a
 folder that never answers (its opendir blocks on a FIFO until the test lets it go: a hung mount's
-behaviour, without FUSE) neither freezes Neovim nor holds the send for ever. The text keeps its
-place among the sends asked meanwhile."""
+behaviour, without FUSE) neither freezes Neovim nor holds the send for ever; and a path on a real
+FUSE mount that hangs (where one can be made) is refused in time. The text keeps its place among
+the sends asked meanwhile."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from agents.send_helpers import PASTE_END, fake_agent, pastes, received
 from conftest import TIMEOUT, Editor, wait_for
+from harness.fuse_hang import HangingFS, unavailable
 
 # An opendir (and scandir64, which the synchronous fs_scandir used) of $TEST_HANG_DIR first opens
 # $TEST_HANG_FIFO for reading: a real wait in the kernel, until a writer opens it (or it is gone).
@@ -131,3 +133,41 @@ def test_a_folder_that_never_answers_neither_freezes_neovim_nor_holds_the_send(e
     finally:
         watchdog.cancel()
         release()
+
+
+def test_a_path_on_a_hung_mount_is_refused_in_time_and_the_rest_goes(editor_factory, sandbox):
+    """A real FUSE mount that stops answering (tests/harness/fuse_hang.py): the path's own stat
+    waits in the kernel. Neovim answers meanwhile; after the bound the path is refused in one line,
+    and the other path and the send after them go."""
+    if unavailable() is not None:
+        pytest.skip(f"no FUSE mount here: {unavailable()}")
+    log = sandbox.base / "agent.log"
+    (sandbox.project / "other.txt").write_text("other\n")
+    editor = ready_agent(editor_factory, log)
+    point = sandbox.project / "mnt"
+    point.mkdir()
+    try:
+        fs = HangingFS(point, {"notes.txt": b"notes\n"})
+    except PermissionError as err:  # root without CAP_SYS_ADMIN (a container)
+        pytest.skip(f"no FUSE mount here: {err}")
+    aborted = threading.Event()
+
+    def abort() -> None:
+        aborted.set()
+        fs.close()
+
+    watchdog = threading.Timer(TIMEOUT, abort)  # a frozen Neovim answers again, for the test to fail
+    watchdog.start()
+    try:
+        fs.hang()
+        editor.nvim.command("GeminiAdd mnt/notes.txt other.txt", async_=True)
+        editor.lua("require('gemini_companion.agents').send('fake', 'after')")  # an RPC call: it answers
+        assert not aborted.is_set(), "Neovim froze until the mount was aborted"
+        wait_for(lambda: received(log).count(PASTE_END) == 3, what="the other path, then the send after it")
+        assert not aborted.is_set(), "the send waited for the mount"
+        assert pastes(received(log))[1:] == [b"@./other.txt ", b"after"]
+        said = [line for line in editor.messages().splitlines() if "GeminiAdd" in line]
+        assert said == ["gemini-companion: GeminiAdd: no answer from its folder in 10 s: mnt…"], said  # fits
+    finally:
+        watchdog.cancel()
+        fs.close()
