@@ -6,12 +6,17 @@ local M = {}
 ---@type {run: fun()?, ready: boolean}[]
 local queue = {}
 
+--- Run what is ready at the head. A send that fails holds back none after it (its error is
+--- raised once they ran).
 local function flush()
+  local failed
   while queue[1] and queue[1].ready do
     local run = table.remove(queue, 1).run
-    if run then
-      run()
-    end
+    local ok, err = pcall(run or function() end)
+    failed = failed or (not ok and err or nil)
+  end
+  if failed then
+    error(failed, 0)
   end
 end
 
