@@ -138,7 +138,8 @@ def test_a_folder_that_never_answers_neither_freezes_neovim_nor_holds_the_send(e
 def test_a_path_on_a_hung_mount_is_refused_in_time_and_the_rest_goes(editor_factory, sandbox):
     """A real FUSE mount that stops answering (tests/harness/fuse_hang.py): the path's own stat
     waits in the kernel. Neovim answers meanwhile; after the bound the path is refused in one line,
-    and the other path and the send after them go."""
+    and the other path and the send after them go. Asked again, it is refused at once: each stat
+    left waiting would hold one of libuv's four threads, and a fifth read would wait behind them."""
     if unavailable() is not None:
         pytest.skip(f"no FUSE mount here: {unavailable()}")
     log = sandbox.base / "agent.log"
@@ -168,6 +169,12 @@ def test_a_path_on_a_hung_mount_is_refused_in_time_and_the_rest_goes(editor_fact
         assert pastes(received(log))[1:] == [b"@./other.txt ", b"after"]
         said = [line for line in editor.messages().splitlines() if "GeminiAdd" in line]
         assert said == ["gemini-companion: GeminiAdd: no answer from its folder in 10 s: mnt…"], said  # fits
+        # Asked again and again: no more of libuv's four threads wait on the mount, a path elsewhere goes.
+        for _ in range(4):
+            editor.nvim.command("GeminiAdd mnt/notes.txt")
+        editor.nvim.command("GeminiAdd other.txt")
+        wait_for(lambda: received(log).count(PASTE_END) == 4, what="a path elsewhere, the mount still hung")
+        assert pastes(received(log))[3] == b"@./other.txt " and not aborted.is_set()
     finally:
         watchdog.cancel()
         fs.close()

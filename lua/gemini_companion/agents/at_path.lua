@@ -24,6 +24,16 @@ local CHUNK = 256 -- names per read: each callback on the main loop stays short
 ---@field directory boolean
 ---@field twin boolean Gemini's glob would match another name too (`M.case_twin`).
 
+---@class gemini_companion.AtPathLook
+---@field finished boolean
+---@field read {target: string, late: boolean?}? the read it waits for
+
+--- Reads still waiting after their look gave up (a hung mount), per path or folder read: a look
+--- at or under one answers at once as on the bound. Each such read holds one of libuv's four
+--- threads until it returns, and every later read of Neovim's would queue behind them.
+---@type table<string, integer>
+local stuck = {}
+
 --- What the form of `path` depends on, read off the main loop: that it exists, whether it is a
 --- folder and (for a CLI read as Gemini) whether it has a twin in another case. `done(seen)` on
 --- the main loop, or `done(nil, why)`. Bounded by `M.timeout_ms`: a path whose stat does not
@@ -34,11 +44,13 @@ local CHUNK = 256 -- names per read: each callback on the main loop stays short
 ---@param cli? 'gemini'|'qwen'
 ---@param done fun(seen: gemini_companion.AtPathSeen?, why: string?)
 function M.look(path, cli, done)
-  local absolute, seen, finished = prompt.absolute(path), nil, false
+  local absolute, seen = prompt.absolute(path), nil
+  local look = { finished = false } ---@type gemini_companion.AtPathLook
   local timer = assert(vim.uv.new_timer())
+  local no_answer = ('no answer from its folder in %d s'):format(M.timeout_ms / 1000)
   local function finish(why)
-    if not finished then
-      finished = true
+    if not look.finished then
+      look.finished = true
       timer:stop()
       timer:close()
       vim.schedule(function()
@@ -46,15 +58,24 @@ function M.look(path, cli, done)
       end)
     end
   end
+  if H.stuck(absolute) then
+    return finish(no_answer)
+  end
   timer:start(M.timeout_ms, 0, function()
+    if look.read then -- not waited for any more: stuck until it answers
+      look.read.late = true
+      stuck[look.read.target] = (stuck[look.read.target] or 0) + 1
+    end
     if not seen then
-      return finish(('no answer from its folder in %d s'):format(M.timeout_ms / 1000))
+      return finish(no_answer)
     end
     seen.twin = true
     finish()
   end)
+  local answered = H.reading(look, absolute)
   vim.uv.fs_stat(absolute, function(_, stat)
-    if finished then
+    answered()
+    if look.finished then
       return
     elseif not stat then
       return finish('no such file')
@@ -63,9 +84,7 @@ function M.look(path, cli, done)
     if cli == 'qwen' then
       return finish()
     end
-    M.case_twin(absolute, function()
-      return finished
-    end, function(twin)
+    M.case_twin(absolute, look, function(twin)
       seen.twin = seen.twin or twin
       finish()
     end)
@@ -122,17 +141,20 @@ end
 --- Reads each folder on the way, as the glob does (a twin's length in bytes is the part's: a
 --- shortcut that misses the few letters whose cases differ in length, like K and the Kelvin sign),
 --- off the main loop: a chunk of names per callback, `done(twin)` from a fast callback. A folder
---- that cannot be read holds no twin. It stops reading once `stopped()`.
+--- that cannot be read holds no twin; one still stuck from an earlier look counts as holding one.
+--- It stops reading once `look` is finished.
 ---@param absolute string
----@param stopped fun(): boolean
+---@param look gemini_companion.AtPathLook
 ---@param done fun(twin: boolean)
-function M.case_twin(absolute, stopped, done)
+function M.case_twin(absolute, look, done)
   local parts = vim.split(absolute, '/', { trimempty = true })
   local function step(i, dir)
-    if i > #parts or stopped() then
+    if i > #parts or look.finished then
       return done(false)
+    elseif H.stuck(dir) then
+      return done(true)
     end
-    H.sibling(dir, parts[i], stopped, function(found)
+    H.sibling(dir, parts[i], look, function(found)
       if found then
         return done(true)
       end
@@ -160,16 +182,20 @@ end
 --- Whether folder `dir` holds a name that differs from `part` only in case.
 ---@param dir string
 ---@param part string
----@param stopped fun(): boolean
+---@param look gemini_companion.AtPathLook
 ---@param done fun(found: boolean)
-function H.sibling(dir, part, stopped, done)
+function H.sibling(dir, part, look, done)
   local lower = vim.fn.tolower(part)
+  local answered = H.reading(look, dir)
   vim.uv.fs_opendir(dir, function(_, handle)
+    answered()
     if not handle then
       return done(false)
     end
     local function read()
+      answered = H.reading(look, dir)
       vim.uv.fs_readdir(handle, function(_, entries)
+        answered()
         local found = false
         for _, entry in ipairs(entries or {}) do
           local name = entry.name
@@ -178,7 +204,7 @@ function H.sibling(dir, part, stopped, done)
             break
           end
         end
-        if found or not entries or stopped() then
+        if found or not entries or look.finished then
           vim.uv.fs_closedir(handle, function() end)
           return done(found)
         end
@@ -187,6 +213,36 @@ function H.sibling(dir, part, stopped, done)
     end
     read()
   end, CHUNK)
+end
+
+--- A read of `target` starts for `look`; call the returned function when it answers (one that
+--- waited past the bound is then no longer stuck).
+---@param look gemini_companion.AtPathLook
+---@param target string
+---@return fun()
+function H.reading(look, target)
+  local read = { target = target }
+  look.read = read
+  return function()
+    if look.read == read then
+      look.read = nil
+    end
+    if read.late then
+      stuck[target] = stuck[target] > 1 and stuck[target] - 1 or nil
+    end
+  end
+end
+
+--- Whether `path` is, or is under, a path or folder whose read is stuck.
+---@param path string
+---@return boolean
+function H.stuck(path)
+  for target in pairs(stuck) do
+    if path == target or vim.startswith(path, target == '/' and '/' or target .. '/') then
+      return true
+    end
+  end
+  return false
 end
 
 return M
