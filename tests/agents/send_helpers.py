@@ -1,16 +1,17 @@
-"""The hostile selection and file name the send tests paste, and what each is shown as
-(tests/agents/test_send_hostile.py and its real-CLI twin share them); the fake agent the sends
-reach and the pastes it got (tests/agents/test_add_off_main_loop.py too)."""
+"""The hostile selection and file name the send tests paste, what each is shown as, and the fake
+agent that records what arrives (tests/agents/test_send_hostile.py, its real-CLI twin and
+test_placeholders.py share them)."""
 
 from __future__ import annotations
 
 import codecs
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import HARNESS
+from conftest import HARNESS, Editor, Sandbox, wait_for
 
 # Every way a selection could try to act: the paste's end and start markers, CSI/OSC/DCS sequences,
 # keys (^C ^D ^U ESC CR BEL BS NUL DEL), CRLF, C1 controls (8-bit CSI/OSC/NEL, as UTF-8 and as raw
@@ -94,3 +95,22 @@ def pastes(data: bytes) -> list[bytes]:
     found = re.findall(rb"\x1b\[200~(.*?)\x1b\[201~", data, re.DOTALL)
     assert b"".join(PASTE_START + p + PASTE_END for p in found) == data, data
     return found
+
+
+def wait_started(editor: Editor, log: Path) -> None:
+    wait_for(lambda: Path(str(log) + ".env").exists(), what="the agent to start")
+    wait_for(lambda: editor.status()["agents"], what="the agent listed")
+
+
+def editing_with_agent(editor_factory: Callable[..., Editor], sandbox: Sandbox) -> tuple[Editor, Path]:
+    """A Neovim editing project/app.py (three lines), the fake agent running beside it, the focus
+    back in the file; and the agent's log."""
+    log = sandbox.base / "agent.log"
+    (sandbox.project / "app.py").write_text("import os\nx = 1\ny = 2\n")
+    editor = editor_factory(setup={"agents": {"fake": fake_agent(log)}, "default_agent": "fake"})
+    editor.wait_state("running")
+    editor.nvim.command("edit app.py")
+    editor.nvim.command("Gemini")
+    wait_started(editor, log)
+    editor.nvim.command("wincmd p")
+    return editor, log

@@ -24,6 +24,7 @@ from agents.send_helpers import (
     received,
     shown,
     snippet,
+    wait_started,
 )
 from conftest import HARNESS, Editor, Sandbox, wait_for
 
@@ -52,11 +53,6 @@ def hostile_file(sandbox: Sandbox) -> Path:
     path = sandbox.project / os.fsdecode(HOSTILE_NAME)
     path.write_bytes(b"\n".join(HOSTILE_LINES) + b"\n")
     return path
-
-
-def wait_started(editor: Editor, log: Path) -> None:
-    wait_for(lambda: Path(str(log) + ".env").exists(), what="the agent to start")
-    wait_for(lambda: editor.status()["agents"], what="the agent listed")
 
 
 def send_hostile_selection(editor: Editor, log: Path, sandbox: Sandbox) -> None:
