@@ -7,6 +7,8 @@
   beside it the command's own time in Neovim (the plugin's synchronous share) and the time until
   the CLI is connected (it connects in the background, after its prompt shows).
 - Toggling an agent window (hide or show, redrawn), native provider.
+- `:GeminiAdd` of a file in a folder of 50,000 names (its case twin looked for): the longest
+  main-loop stall from the command to the paste.
 - Cursor motion with an idle real agent on screen, against none (Neovim CPU).
 - Gemini CLI's start outside Neovim with and without what enable-cli writes into its user
   settings (IDE mode, the editor tools' `${VAR:-}` entries, the turn hooks).
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -24,10 +27,11 @@ from typing import Any
 
 import psutil
 from bench_context import DRIVER
-from benchlib import Row, row
+from benchlib import STALL_PROBE, Row, row
 
 from conftest import HARNESS, Editor, Sandbox, wait_for
 from harness.fake_model import FakeModel
+from harness.settings_edits import settings_edited
 from harness.tui import (
     E2E_TIMEOUT,
     GEMINI_BIN,
@@ -41,6 +45,8 @@ from harness.tui import (
 )
 
 SEND_RUNS = 15
+ADD_RUNS = 5
+BIG_FOLDER = 50_000
 TOGGLE_RUNS = 40
 START_RUNS = 3  # a CLI start takes seconds
 MOTIONS = 3000
@@ -142,6 +148,39 @@ def prompt_ms(editor: Editor, what: str | list[str], plain: bool) -> tuple[float
     """The command's own time in Neovim, and the time until the CLI's prompt is on screen."""
     own = editor.lua(PROMPT_WATCH, what, plain, READY)
     return own, wait_for(lambda: editor.lua("return _G.bench_prompt"), E2E_TIMEOUT, "the CLI's prompt")
+
+
+def bench_add_in_a_big_folder(base: Path) -> list[Row]:
+    """The worst gap of the stall probe from `:GeminiAdd big/target.txt` to its paste (less the
+    probe's period), median over the runs; the folder holds 50,000 names and target's twin."""
+    sandbox = Sandbox(base / "add")
+    big = sandbox.project / "big"
+    big.mkdir()
+    for number in range(BIG_FOLDER):
+        os.close(os.open(big / f"f{number:05}.txt", os.O_CREAT | os.O_WRONLY))
+    for name in ("Target.txt", "target.txt"):
+        (big / name).write_text("x\n")
+    log = sandbox.base / "agent.log"
+    editor = Editor(sandbox, setup=agents_setup(sandbox))
+    stalls = []
+    try:
+        editor.wait_state("running")
+        editor.lua("require('gemini_companion.agents').send('fake', 'ready?')")
+        wait_for(lambda: log.exists() and log.read_bytes().count(b"\x1b[201~") == 1, 60, "the agent's first paste")
+        editor.lua(STALL_PROBE)
+        for run in range(ADD_RUNS + 1):  # the first compiles what it runs
+            time.sleep(0.1)  # the probe ticks before the command
+            editor.lua("bench_stall_reset()")
+            editor.nvim.command("GeminiAdd big/target.txt")
+            wait_for(lambda n=run + 2: log.read_bytes().count(b"\x1b[201~") == n, 60, "the reference in the agent")
+            assert log.read_bytes().endswith(b"`big/target.txt` \x1b[201~"), "the twin was found"
+            time.sleep(0.1)  # the probe ticks after the paste: a stall before it is counted
+            stalls.append(editor.lua("return bench_stall()") - 5)
+    finally:
+        editor.close()
+    stall = statistics.median(stalls[1:])
+    name = f":GeminiAdd in a folder of {BIG_FOLDER:,} names: longest stall"
+    return [row(name, stall, "ms", "<= 16", stall <= 16)]
 
 
 def plain_start_ms(sandbox: Sandbox, cli: str) -> float:
@@ -312,6 +351,7 @@ def bench_outside_neovim(base: Path) -> list[Row]:
             if ide:
                 editor = Editor(sandbox, setup={"auto_start": False})
                 editor.nvim.command("GeminiCompanion enable-cli gemini")
+                settings_edited(editor)
                 editor.close()
             try:
                 times[ide].append(plain_start_ms(sandbox, "gemini"))
@@ -329,6 +369,7 @@ def run() -> list[Row]:
         base = Path(tmp)
         return (
             bench_send_and_toggle(base)
+            + bench_add_in_a_big_folder(base)
             + bench_first_start(base)
             + bench_motion_with_agent(base)
             + bench_outside_neovim(base)

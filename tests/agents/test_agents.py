@@ -140,6 +140,7 @@ def test_add_escapes_paths_and_defaults_to_the_current_file(editor_factory, log,
     started(ed, log)
     ed.nvim.command("wincmd p")
     ed.lua("vim.cmd.GeminiAdd(...)", str(spaced))
+    wait_for(lambda: PASTE_END in received(log), what="the first paste (the path is looked at off the main loop)")
     assert ed.lua("return vim.bo.buftype") == "terminal"  # the agent, to go on typing there
     ed.nvim.command("wincmd p")
     ed.nvim.command("GeminiAdd")

@@ -16,6 +16,7 @@ import pytest
 from agents.tui_helpers import neovim_with_agents
 from conftest import HARNESS, Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn, qwen_edit
+from harness.settings_edits import settings_edited
 from harness.tui import (
     E2E_TIMEOUT,
     GEMINI_BIN,
@@ -261,6 +262,7 @@ def test_ide_mode_in_the_users_settings_is_quiet_outside_neovim(editor_factory, 
     qwen_settings(sandbox.home, ide_enabled=False)
     editor = editor_factory(setup={"auto_start": False})
     editor.nvim.command("GeminiCompanion enable-cli")
+    settings_edited(editor)
     editor.close()
     if cli == "gemini":
         assert "neovim" in json.loads((sandbox.home / ".gemini" / "settings.json").read_text())["mcpServers"]

@@ -181,7 +181,7 @@ def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
     reason = "GeminiAdd: an @ the CLI would misread: @(q).txt"
     assert reason in editor.messages()  # (one line)
     editor.nvim.command("GeminiAdd missing.txt")
-    assert "GeminiAdd: no such file: missing.txt" in editor.messages()
+    wait_for(lambda: "GeminiAdd: no such file: missing.txt" in editor.messages(), what="the refusal")
     # Typed: the words are paths as they are (Neovim itself turns an unescaped % or # into a buffer name).
     editor.nvim.command("GeminiAdd $HOME.md ~x `touch\\ pwned` $(touch\\ pwned)")
     wait_for(lambda: received(log).count(PASTE_END) == 2, what="the typed references")
@@ -194,6 +194,17 @@ def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
     assert not (sandbox.project / "pwned").exists() and not (sandbox.home / "pwned").exists()
 
 
+def last_add_line(editor: Editor, reason: str) -> str:
+    """The last :GeminiAdd line in :messages, once it gives `reason` (the paths are looked at off
+    the main loop: the line comes after the command)."""
+
+    def line() -> str | None:
+        lines = [m for m in editor.messages().splitlines() if "GeminiAdd" in m]
+        return lines[-1] if lines and reason in lines[-1] else None
+
+    return wait_for(line, what=f"the GeminiAdd line ({reason})")
+
+
 def test_a_refusal_names_its_reason_first_and_shortens_the_path(editor_factory, sandbox):
     """However long the path, the line keeps the reason whole and the path's start and end, one
     line that fits (no hit-enter prompt)."""
@@ -203,13 +214,13 @@ def test_a_refusal_names_its_reason_first_and_shortens_the_path(editor_factory, 
     (sandbox.project / deep).parent.mkdir(parents=True)
     (sandbox.project / deep).write_text("x\n")
     editor.lua("vim.cmd.GeminiAdd({ args = { ... }, magic = { file = false } })", deep)
-    line = [m for m in editor.messages().splitlines() if "GeminiAdd" in m][-1]
+    line = last_add_line(editor, "an @")
     head = "gemini-companion: GeminiAdd: an @ the CLI would misread: "
     assert line.startswith(head + "a-r") and "…" in line, line  # the path's start and end
     assert deep.endswith(line.split("…")[-1]) and len(line.split("…")[-1]) >= 4, line
     assert len(line) <= editor.lua("return vim.v.echospace"), line
     editor.nvim.command("GeminiAdd " + "m" * 400)
-    line = [m for m in editor.messages().splitlines() if "GeminiAdd" in m][-1]
+    line = last_add_line(editor, "no such file")
     assert line.startswith("gemini-companion: GeminiAdd: no such file: mmm") and line.endswith("mmm")
 
 

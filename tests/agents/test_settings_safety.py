@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pynvim
 import pytest
 
 from conftest import ROOT, Editor, wait_for
 from gemini_companion.programs import jsonc, settings_edit, settings_file
+from harness.settings_edits import edit_settings, settings_edited
 from harness.tui import E2E_TIMEOUT, GEMINI_BIN, READY, gemini_settings, kill_tmux, terminal_env, tmux_available
 
 SCRIPT = ROOT / "rplugin" / "python3" / "gemini_companion" / "programs" / "settings_edit.py"
@@ -644,11 +644,11 @@ def test_without_any_record_disable_cli_still_removes_our_entries(editor_factory
     path.parent.mkdir(parents=True)
     original = '{\n  "theme": "x",\n  "mcpServers": {\n    "mine": {"command": "x"}\n  }\n}\n'
     path.write_text(original)
-    assert ed.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
+    assert edit_settings(ed, "enable")
     journal = sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json"
     assert journal.exists()
     journal.unlink()  # lost (or written by another Neovim)
-    changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    changes = edit_settings(ed, "disable")
     assert changes and not any(line.startswith("ide.") and "->" in line for line in changes), changes
     value = json.loads(path.read_text())
     # Each hook list held only ours: emptied, not removed (it may have been the user's, issue 31)
@@ -671,11 +671,11 @@ def test_without_a_record_the_users_own_empty_objects_and_ide_mode_stay(editor_f
         '  "mcpServers": {},\n  "hooks": {\n    "BeforeAgent": []\n  }\n}\n'
     )
     path.write_text(original)
-    assert ed.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
+    assert edit_settings(ed, "enable")
     enabled = json.loads(jsonc.blank(path.read_text())[0])
     assert enabled["mcpServers"] and enabled["hooks"]["BeforeAgent"], enabled
     (sandbox.base / "state" / "nvim" / "gemini-companion" / "cli-settings.json").unlink()
-    changes = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    changes = edit_settings(ed, "disable")
     value = json.loads(jsonc.blank(path.read_text())[0])
     assert value["mcpServers"] == {} and value["hooks"]["BeforeAgent"] == [], value
     assert value["ide"] == {"enabled": True, "hasSeenNudge": True}
@@ -691,12 +691,12 @@ def test_without_a_record_the_users_own_empty_objects_and_ide_mode_stay(editor_f
     ), said
     # Removed again, the same text: nothing more is ours.
     text = path.read_text()
-    again = ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    again = edit_settings(ed, "disable")
     assert path.read_text() == text and not any("->" in line or "entry" in line for line in again), again
     # Ours by their exact shape: a user's entry that merely mentions our variable is theirs.
     proxy = {"httpUrl": "http://proxy/?to=${GEMINI_COMPANION_MCP_URL}", "headers": {"X": "y"}}
     path.write_text(json.dumps({"mcpServers": {"neovim": enabled["mcpServers"]["neovim"], "proxy": proxy}}))
-    ed.lua("return require('gemini_companion.agents.cli_settings').disable('gemini')")
+    edit_settings(ed, "disable")
     assert json.loads(path.read_text()) == {"mcpServers": {"proxy": proxy}}
 
 
@@ -716,9 +716,9 @@ def test_a_settings_file_that_is_no_file_or_is_huge_never_holds_neovim(editor_fa
     before = settings.read_bytes() if kind == "over 1 MiB" else None
     ed = editor_factory({"cli_settings": "auto"})
     ed.wait_state("running")
-    with pytest.raises(pynvim.NvimError) as refused:
-        ed.nvim.command("GeminiCompanion enable-cli gemini")
-    said = str(refused.value)
+    ed.nvim.command("GeminiCompanion enable-cli gemini")
+    settings_edited(ed)
+    said = [line for line in ed.messages().splitlines() if "nothing was changed" in line][-1]
     assert "\n" not in said and said.endswith("nothing was changed"), said
     assert ("not a regular file" if before is None else "larger than 1 MiB") in said
     ed.nvim.command("checkhealth gemini_companion")  # reads it too, and says why it cannot
@@ -749,9 +749,11 @@ def test_an_agent_with_its_own_gemini_home_gets_its_own_settings_file(editor_fac
     ed = editor_factory({"cli_settings": "auto", "agents": agents})
     ed.wait_state("running")
     ed.nvim.command("Gemini work")
+    settings_edited(ed)
     assert json.loads(theirs.read_text())["ide"]["enabled"] is True
     assert users.read_text() == '{"theme": "home"}\n'
     ed.nvim.command("GeminiCompanion disable-cli gemini")
+    settings_edited(ed)
     assert theirs.read_text() == '{\n  "theme": "work"\n}\n'
     assert users.read_text() == '{"theme": "home"}\n'
 
@@ -762,14 +764,16 @@ def test_ask_without_a_ui_is_no_and_says_how_in_one_line(editor_factory):
     path.parent.mkdir(parents=True)
     path.write_text('{"a": 1}')
     assert ed.lua("return #vim.api.nvim_list_uis()") == 0  # --embed --headless, no UI attached
-    ed.lua("require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'ask')")
+    ed.lua("require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'ask', nil, function() end)")
     assert path.read_text() == '{"a": 1}'
     said = [line for line in ed.messages().splitlines() if "enable-cli" in line]
     assert len(said) == 1 and "not changed" in said[0], ed.messages()
     ed.lua("require('gemini_companion.agents.cli_settings.ask').command('enable', 'gemini')")  # the explicit command
+    settings_edited(ed)
     assert json.loads(path.read_text())["ide"]["enabled"] is True
     path.write_text('{"ide": {"enabled": false}}')  # turned off by the user: asking again needs a UI
     ed.lua("require('gemini_companion.agents.cli_settings.ask').command('enable', 'gemini')")
+    settings_edited(ed)
     assert path.read_text() == '{"ide": {"enabled": false}}'
 
 
@@ -784,7 +788,8 @@ def test_only_an_explicit_yes_writes(editor_factory, key, written):
     ed.nvim.ui_attach(80, 24, ext_linegrid=True)
     ed.lua("vim.g.asked = nil")
     ed.nvim.exec_lua(
-        "require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'ask'); vim.g.asked = true",
+        "require('gemini_companion.agents.cli_settings.ask').before_start('gemini', 'ask', nil,"
+        " function() vim.g.asked = true end)",
         async_=True,
     )
     wait_for(lambda: ed.nvim.api.get_mode()["mode"] == "r?", what="the question up")
@@ -876,11 +881,13 @@ def test_disable_cli_names_the_running_gemini_agents(editor_factory, sandbox):
     path.parent.mkdir(parents=True)
     path.write_text("{}")
     ed.lua("require('gemini_companion.agents.cli_settings.ask').command('enable', 'gemini')")
+    settings_edited(ed)
     assert "still runs" not in ed.messages()
     ed.lua("require('gemini_companion.agents').open('mine')")
     wait_for(lambda: ed.lua("return #require('gemini_companion.agents').list()") == 1, what="the agent running")
     try:
         ed.lua("require('gemini_companion.agents.cli_settings.ask').command('disable', 'gemini')")
+        settings_edited(ed)
         said = [line for line in ed.messages().splitlines() if "still runs" in line]
         assert len(said) == 1 and said[0].startswith("gemini-companion: mine still runs"), ed.messages()
     finally:

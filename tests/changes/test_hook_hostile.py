@@ -23,6 +23,7 @@ from conftest import HARNESS, Editor, Sandbox, wait_for
 from gemini_companion.contract import STARTUP_ENV
 from gemini_companion.programs.hook import HOOKS_PATH, KEY_ENV, key_dir, read_key
 from gemini_companion.server import discovery, http_guard
+from harness.settings_edits import settings_edited
 
 EVENTS = {  # the turn events first, then those that tell an agent's state
     "gemini": ["BeforeAgent", "AfterTool", "AfterAgent", "Notification", "SessionStart"],
@@ -318,9 +319,11 @@ def test_settings_an_earlier_version_wrote_are_named_by_health_and_replaced_by_e
     report = "\n".join(ed.nvim.current.buffer[:])
     assert f"WARNING Gemini CLI: {settings} holds turn hooks of another version of the plugin" in report, report
     ed.nvim.command("GeminiCompanion enable-cli gemini")
+    settings_edited(ed)
     hooks = json.loads(settings.read_text())["hooks"]
     assert hooks["BeforeAgent"] == [mine, {"hooks": [entries(ed, "gemini")[0]]}]
     ed.nvim.command("GeminiCompanion disable-cli gemini")
+    settings_edited(ed)
     assert json.loads(settings.read_text())["hooks"] == {"BeforeAgent": [mine]}
 
 
@@ -357,6 +360,7 @@ def test_a_disabled_list_that_is_not_a_list_stays_and_nothing_is_said_replaced(e
     ed = editor_factory(setup={"cli_settings": "auto"})
     ed.wait_state("running")
     ed.lua("require('gemini_companion.agents.cli_settings').replace_stale_hooks()")  # ran at start: now done
+    settings_edited(ed)
     assert settings.read_text() == original
     assert "replaced the turn hooks" not in ed.messages()
 

@@ -21,6 +21,7 @@ from conftest import Editor, Sandbox, wait_for
 from gemini_companion.contract import STARTUP_ENV
 from gemini_companion.programs.hook import KEY_ENV
 from harness.fake_model import FakeModel, Turn
+from harness.settings_edits import edit_settings
 from harness.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, Tui, gemini_settings, terminal_env, tmux_available
 
 pytestmark = [pytest.mark.e2e]
@@ -42,7 +43,7 @@ def probe(dump: Path) -> dict[str, Any]:
 
 def enable_cli(editor: Editor) -> dict[str, Any]:
     """The plugin's own enable-cli, into the sandbox HOME's Gemini settings; the settings."""
-    changes = editor.lua("return require('gemini_companion.agents.cli_settings').enable('gemini')")
+    changes = edit_settings(editor, "enable")
     assert changes, changes
     path = Path(editor.lua("return require('gemini_companion.agents.cli_settings').path('gemini')"))
     return json.loads(path.read_text())

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import TIMEOUT, Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
+from harness.settings_edits import settings_edited
 from harness.tui import (
     E2E_TIMEOUT,
     GEMINI_BIN,
@@ -92,6 +93,7 @@ def test_geminis_turn_hooks_neither_run_nor_show_outside_neovim(editor_factory, 
     settings = sandbox.home / ".gemini" / "settings.json"
     editor = editor_factory(setup={"auto_start": False})
     editor.nvim.command("GeminiCompanion enable-cli gemini")
+    settings_edited(editor)
     editor.close()
     written = json.loads(settings.read_text())
     assert written["hooks"]["BeforeAgent"] and written["hooks"]["AfterAgent"]  # the entries are there
@@ -149,6 +151,7 @@ def test_settings_from_before_are_made_quiet_outside_neovim_and_disable_cli_take
     assert done["hooks"] == earlier["hooks"] and "ide" not in done
     (Path(editor.lua("return vim.fn.stdpath('state')")) / "gemini-companion" / "cli-settings.json").unlink()
     editor.nvim.command("GeminiCompanion disable-cli gemini")
+    settings_edited(editor)
     after = json.loads(settings.read_text())
     assert "GEMINI_COMPANION" not in settings.read_text() and "gemini-companion" not in settings.read_text()
     # Without a record the lists may stay (empty): no proof they were not the user's.

@@ -11,6 +11,7 @@ import pynvim
 
 from conftest import Editor, wait_for
 from core.helpers import checkhealth
+from harness.settings_edits import settings_edited
 
 BROKEN = ("E117", "stack traceback", "Error executing", "Traceback")
 
@@ -77,6 +78,7 @@ def test_health_says_where_the_model_finds_the_editor_tools(editor_factory, sand
     assert "WARNING Gemini CLI: mcpServers.neovim, mcpServers.neovim-open not in" in report
     assert f"Gemini CLI: {sandbox.project} is not trusted yet (no rule in" in report
     editor.nvim.command("GeminiCompanion enable-cli gemini")
+    settings_edited(editor)
     trusted = sandbox.home / ".gemini" / "trustedFolders.json"
     trusted.write_text(json.dumps({str(sandbox.project): "TRUST_FOLDER", str(sandbox.project / "sub"): "DO_NOT_TRUST"}))
     report = checkhealth(editor)

@@ -13,20 +13,100 @@
 local prompt = require('gemini_companion.agents.prompt')
 
 local M = {}
+local H = {}
 
---- What to type for `path` (it exists), or nil and why not: no form reaches exactly that file.
+--- How long `look` waits for a path's folders (one on a hung mount never answers). Generous: a
+--- slow disk answers well within it.
+M.timeout_ms = 10000
+local CHUNK = 256 -- names per read: each callback on the main loop stays short
+
+---@class gemini_companion.AtPathSeen
+---@field directory boolean
+---@field twin boolean Gemini's glob would match another name too (`M.case_twin`).
+
+---@class gemini_companion.AtPathLook
+---@field finished boolean
+---@field read {target: string, late: boolean?}? the read it waits for
+
+--- Reads still waiting after their look gave up (a hung mount), per path or folder read: a look
+--- at or under one answers at once as on the bound. Each such read holds one of libuv's four
+--- threads until it returns, and every later read of Neovim's would queue behind them.
+---@type table<string, integer>
+local stuck = {}
+
+--- What the form of `path` depends on, read off the main loop: that it exists, whether it is a
+--- folder and (for a CLI read as Gemini) whether it has a twin in another case. `done(seen)` on
+--- the main loop, or `done(nil, why)`. Bounded by `M.timeout_ms`: a path whose stat does not
+--- answer is refused; one whose folders do not answer counts as having a twin, so it goes as the
+--- plain path, which the model's file tool reads as itself whatever its twins (an `@path` might
+--- read another file too).
+---@param path string
+---@param cli? 'gemini'|'qwen'
+---@param done fun(seen: gemini_companion.AtPathSeen?, why: string?)
+function M.look(path, cli, done)
+  local absolute, seen = prompt.absolute(path), nil
+  local look = { finished = false } ---@type gemini_companion.AtPathLook
+  local timer = assert(vim.uv.new_timer())
+  local no_answer = ('no answer from its folder in %d s'):format(M.timeout_ms / 1000)
+  local function finish(why)
+    if not look.finished then
+      look.finished = true
+      timer:stop()
+      timer:close()
+      vim.schedule(function()
+        done(not why and seen or nil, why)
+      end)
+    end
+  end
+  if H.stuck(absolute) then
+    return finish(no_answer)
+  end
+  timer:start(M.timeout_ms, 0, function()
+    if look.read then -- not waited for any more: stuck until it answers
+      look.read.late = true
+      stuck[look.read.target] = (stuck[look.read.target] or 0) + 1
+    end
+    if not seen then
+      return finish(no_answer)
+    end
+    seen.twin = true
+    finish()
+  end)
+  local answered = H.reading(look, absolute)
+  vim.uv.fs_stat(absolute, function(_, stat)
+    answered()
+    if look.finished then
+      return
+    elseif not stat then
+      return finish('no such file')
+    end
+    seen = { directory = stat.type == 'directory', twin = false }
+    if cli == 'qwen' then
+      return finish()
+    end
+    M.case_twin(absolute, look, function(twin)
+      seen.twin = seen.twin or twin
+      finish()
+    end)
+  end)
+end
+
+--- What to type for `path` (it exists: `seen` is what `look` found), or nil and why not: no form
+--- reaches exactly that file.
 ---@param path string
 ---@param cli? 'gemini'|'qwen' nil: a CLI read as Gemini is
+---@param seen? gemini_companion.AtPathSeen nil: a file without a twin
 ---@return string? text, string? why
-function M.form(path, cli)
-  local ref = prompt.reference(path)
+function M.form(path, cli, seen)
+  seen = seen or { directory = false, twin = false }
+  local ref = prompt.reference(path, seen.directory)
   local absolute = prompt.absolute(path)
-  local gemini_misreads = cli ~= 'qwen' and (M.noise(ref) or M.case_twin(absolute))
+  local gemini_misreads = cli ~= 'qwen' and (M.noise(ref) or seen.twin)
   if not prompt.globbed(absolute, cli) and not gemini_misreads and ref:sub(-1) ~= '.' then
     return ref
   end
   local plain = cli == 'qwen' and absolute or prompt.display(path)
-  if vim.fn.isdirectory(absolute) == 1 and not plain:match('/$') then
+  if seen.directory and not plain:match('/$') then
     plain = plain .. '/'
   end
   plain = prompt.text(plain, true)
@@ -59,24 +139,29 @@ end
 --- Whether a glob of `absolute` that ignores case (Gemini CLI's) would match another file too: a
 --- part of the path has a sibling that differs from it only in case (README.md and readme.md).
 --- Reads each folder on the way, as the glob does (a twin's length in bytes is the part's: a
---- shortcut that misses the few letters whose cases differ in length, like K and the Kelvin sign).
+--- shortcut that misses the few letters whose cases differ in length, like K and the Kelvin sign),
+--- off the main loop: a chunk of names per callback, `done(twin)` from a fast callback. A folder
+--- that cannot be read holds no twin; one still stuck from an earlier look counts as holding one.
+--- It stops reading once `look` is finished.
 ---@param absolute string
----@return boolean
-function M.case_twin(absolute)
-  local dir = '/'
-  for part in absolute:gmatch('[^/]+') do
-    local lower = vim.fn.tolower(part)
-    local handle = vim.uv.fs_scandir(dir)
-    local name = handle and vim.uv.fs_scandir_next(handle)
-    while name do
-      if #name == #part and name ~= part and vim.fn.tolower(name) == lower then
-        return true
-      end
-      name = vim.uv.fs_scandir_next(handle)
+---@param look gemini_companion.AtPathLook
+---@param done fun(twin: boolean)
+function M.case_twin(absolute, look, done)
+  local parts = vim.split(absolute, '/', { trimempty = true })
+  local function step(i, dir)
+    if i > #parts or look.finished then
+      return done(false)
+    elseif H.stuck(dir) then
+      return done(true)
     end
-    dir = vim.fs.joinpath(dir, part)
+    H.sibling(dir, parts[i], look, function(found)
+      if found then
+        return done(true)
+      end
+      step(i + 1, vim.fs.joinpath(dir, parts[i]))
+    end)
   end
-  return false
+  step(1, '/')
 end
 
 --- `text` as a Markdown code span: a fence longer than any run of backticks in it, and a space
@@ -92,6 +177,72 @@ function M.code(text)
   local fence = ('`'):rep(longest + 1)
   local pad = (text:find('^`') or text:find('`$')) and ' ' or ''
   return fence .. pad .. text .. pad .. fence
+end
+
+--- Whether folder `dir` holds a name that differs from `part` only in case.
+---@param dir string
+---@param part string
+---@param look gemini_companion.AtPathLook
+---@param done fun(found: boolean)
+function H.sibling(dir, part, look, done)
+  local lower = vim.fn.tolower(part)
+  local answered = H.reading(look, dir)
+  vim.uv.fs_opendir(dir, function(_, handle)
+    answered()
+    if not handle then
+      return done(false)
+    end
+    local function read()
+      answered = H.reading(look, dir)
+      vim.uv.fs_readdir(handle, function(_, entries)
+        answered()
+        local found = false
+        for _, entry in ipairs(entries or {}) do
+          local name = entry.name
+          if #name == #part and name ~= part and vim.fn.tolower(name) == lower then
+            found = true
+            break
+          end
+        end
+        if found or not entries or look.finished then
+          vim.uv.fs_closedir(handle, function() end)
+          return done(found)
+        end
+        read()
+      end)
+    end
+    read()
+  end, CHUNK)
+end
+
+--- A read of `target` starts for `look`; call the returned function when it answers (one that
+--- waited past the bound is then no longer stuck).
+---@param look gemini_companion.AtPathLook
+---@param target string
+---@return fun()
+function H.reading(look, target)
+  local read = { target = target }
+  look.read = read
+  return function()
+    if look.read == read then
+      look.read = nil
+    end
+    if read.late then
+      stuck[target] = stuck[target] > 1 and stuck[target] - 1 or nil
+    end
+  end
+end
+
+--- Whether `path` is, or is under, a path or folder whose read is stuck.
+---@param path string
+---@return boolean
+function H.stuck(path)
+  for target in pairs(stuck) do
+    if path == target or vim.startswith(path, target == '/' and '/' or target .. '/') then
+      return true
+    end
+  end
+  return false
 end
 
 return M

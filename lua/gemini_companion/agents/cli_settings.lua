@@ -215,11 +215,12 @@ local function operations(verb, cli, only_hooks, path)
   return ops
 end
 
---- Run settings_edit.py (standard library only: any python3 does) and read its answer.
+--- Run settings_edit.py (standard library only: any python3 does) off the main loop; `done(answer)`
+--- or `done(nil, error)` on the main loop once it ends (stopped after 10 s).
 ---@param argv string[] its verb, file, journal and operations
 ---@param path string the settings file, for the error line
----@return table? answer, string? error
-local function run_program(argv, path)
+---@param done fun(answer: table?, error: string?)
+local function run_program(argv, path, done)
   local host = require('gemini_companion.host')
   local python = host.python()
   if vim.fn.executable(python) == 0 then
@@ -227,44 +228,87 @@ local function run_program(argv, path)
   end
   table.insert(argv, 1, host.plugin .. '/programs/settings_edit.py')
   table.insert(argv, 1, python)
-  local ok, result = pcall(function()
-    return vim.system(argv, { text = true }):wait(10000)
+  local function answer(ok, result)
+    local decoded, out = pcall(vim.json.decode, ok and result.stdout or '')
+    if decoded and type(out) == 'table' then
+      return done(out)
+    end
+    local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
+    if ok and result.code == 124 then
+      why = { 'no answer in 10 s (stopped: perhaps partly written; disable-cli takes it back)' }
+    elseif ok and (result.signal or 0) ~= 0 then
+      why = { ('stopped (signal %d)'):format(result.signal) }
+    end
+    local last = why[#why] ~= '' and why[#why] or ('exit code %s'):format(ok and result.code or '?')
+    done(nil, ('cannot edit %s: %s'):format(path, last))
+  end
+  local ok, err = pcall(vim.system, argv, { text = true, timeout = 10000 }, function(result)
+    vim.schedule(function()
+      answer(true, result)
+    end)
   end)
-  local decoded, out = pcall(vim.json.decode, ok and result.stdout or '')
-  if decoded and type(out) == 'table' then
-    return out
+  if not ok then
+    vim.schedule(function()
+      answer(false, err)
+    end)
   end
-  local why = ok and vim.split(vim.trim(result.stderr or ''), '\n') or { tostring(result) }
-  if ok and result.code == 124 then
-    why = { 'no answer in 10 s (stopped: perhaps partly written; disable-cli takes it back)' }
-  elseif ok and (result.signal or 0) ~= 0 then
-    why = { ('stopped (signal %d)'):format(result.signal) }
+end
+
+--- Edits waiting for the one that runs: one at a time, in the order asked (each reads the file
+--- as the one before left it).
+---@type fun(release: fun())[]
+local edits = {}
+local editing = false
+
+local function next_edit()
+  local job = table.remove(edits, 1)
+  editing = job ~= nil
+  if job then
+    job(next_edit)
   end
-  local last = why[#why] ~= '' and why[#why] or ('exit code %s'):format(ok and result.code or '?')
-  return nil, ('cannot edit %s: %s'):format(path, last)
 end
 
 --- The edit itself runs in Python (settings_edit.py): it keeps the file's key order and layout.
+--- After the edits asked before it; `done(changes)` or `done(nil, error)` on the main loop.
 ---@param verb 'enable'|'disable'
 ---@param cli 'gemini'|'qwen'
 ---@param only_hooks? boolean enable: only the hook entries (the rest stays as the user has it)
 ---@param agent_env? table<string, string> an agent's own environment (its own settings file)
----@return string[]? changes, string? error
-local function edit(verb, cli, only_hooks, agent_env)
-  local path = M.path(cli, agent_env)
-  local argv = vim.list_extend({ verb, path, journal_path() }, operations(verb, cli, only_hooks, path))
-  local out, err = run_program(argv, path)
-  if not out or out.error then
-    return nil, err or out.error
+---@param done fun(changes: string[]?, error: string?)
+local function edit(verb, cli, only_hooks, agent_env, done)
+  table.insert(edits, function(release)
+    local path = M.path(cli, agent_env)
+    local ok, argv = pcall(function()
+      return vim.list_extend({ verb, path, journal_path() }, operations(verb, cli, only_hooks, path))
+    end)
+    if not ok then
+      release()
+      return done(nil, ('cannot edit %s: %s'):format(path, argv))
+    end
+    run_program(argv, path, function(out, err)
+      release() -- the next edit reads the file as this one left it
+      if not out or out.error then
+        return done(nil, err or out.error)
+      end
+      if out.warning then
+        message.notify(out.warning, 'warn')
+      end
+      local left = { out.left, out.unrecorded and ide_left(cli, agent_env) or nil }
+      if #vim.tbl_values(left) > 0 then -- what stays and why, one line: not a change
+        message.notify(('%s: %s'):format(path, table.concat(vim.tbl_values(left), '; ')))
+      end
+      done(out.changes)
+    end)
+  end)
+  if not editing then
+    next_edit()
   end
-  if out.warning then
-    message.notify(out.warning, 'warn')
-  end
-  local left = { out.left, out.unrecorded and ide_left(cli, agent_env) or nil }
-  if #vim.tbl_values(left) > 0 then -- what stays and why, one line: not a change
-    message.notify(('%s: %s'):format(path, table.concat(vim.tbl_values(left), '; ')))
-  end
-  return out.changes
+end
+
+--- Whether an edit runs or waits (tests wait for the edits a command asked for).
+---@return boolean
+function M.busy()
+  return editing
 end
 
 --- `ide.enabled` in the CLI's user settings: true, false (the user turned it off: `/ide
@@ -280,13 +324,13 @@ function M.ide_enabled(cli, agent_env)
   end
 end
 
---- Turn IDE mode on (and register the tools) in the CLI's user settings; returns what changed
---- (one line each).
+--- Turn IDE mode on (and register the tools) in the CLI's user settings; `done` gets what changed
+--- (one line each), or nil and the error.
 ---@param cli 'gemini'|'qwen'
 ---@param agent_env? table<string, string>
----@return string[]? changes, string? error
-function M.enable(cli, agent_env)
-  return edit('enable', cli, false, agent_env)
+---@param done fun(changes: string[]?, error: string?)
+function M.enable(cli, agent_env, done)
+  edit('enable', cli, false, agent_env, done)
 end
 
 --- Hook entries an earlier version wrote ran what a project's `.env` said, outside Neovim too, or
@@ -310,23 +354,24 @@ function M.replace_stale_hooks()
   if not settings or (vim.tbl_isempty(stale_hooks(settings, want)) and not shown) then
     return
   end
-  local changes, err = edit('enable', 'gemini', true)
   local path = vim.fn.fnamemodify(M.path('gemini'), ':~')
-  if changes and #changes == 0 then
-    return -- nothing could be added (a hooksConfig.disabled that is not a list stays the user's)
-  elseif changes then
-    message.notify(('replaced the turn hooks an earlier version wrote in %s'):format(path))
-  else
-    message.notify(('%s holds unsafe hooks of an earlier version: %s'):format(path, err or '?'), 'warn')
-  end
+  edit('enable', 'gemini', true, nil, function(changes, err)
+    if changes and #changes == 0 then
+      return -- nothing could be added (a hooksConfig.disabled that is not a list stays the user's)
+    elseif changes then
+      message.notify(('replaced the turn hooks an earlier version wrote in %s'):format(path))
+    else
+      message.notify(('%s holds unsafe hooks of an earlier version: %s'):format(path, err or '?'), 'warn')
+    end
+  end)
 end
 
---- Take back exactly what `enable` wrote; returns what changed.
+--- Take back exactly what `enable` wrote; `done` gets what changed, or nil and the error.
 ---@param cli 'gemini'|'qwen'
 ---@param agent_env? table<string, string>
----@return string[]? changes, string? error
-function M.disable(cli, agent_env)
-  return edit('disable', cli, false, agent_env)
+---@param done fun(changes: string[]?, error: string?)
+function M.disable(cli, agent_env, done)
+  edit('disable', cli, false, agent_env, done)
 end
 
 --- Which CLI an agent runs (by its name or its command), for the CLIs we know.

@@ -35,7 +35,8 @@ end
 --- path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or an argument) is expanded.
 --- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
 --- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
---- the plain path, for the model's file tool).
+--- the plain path, for the model's file tool). The paths are looked at off the main loop
+--- (`at_path.look`); the text keeps its place among the sends asked meanwhile.
 ---@param opts table
 function M.add(opts)
   local prompt = require('gemini_companion.agents.prompt')
@@ -50,20 +51,43 @@ function M.add(opts)
   end
   local agent, agent_spec = agents.get(agents.resolve(name)), config.options.agents[agents.resolve(name)]
   local cli = agent and agent.cli or (agent_spec and require('gemini_companion.agents.cli_package').of(agent_spec.cmd))
+  local send, looked, left = agents.send_later(), {}, #paths
+  for i, path in ipairs(paths) do
+    at_path.look(path, cli, function(seen, why)
+      looked[i], left = { seen = seen, why = why }, left - 1
+      if left == 0 then
+        local ok, err = pcall(H.add_looked, paths, looked, cli, name, send)
+        if not ok then
+          send(nil) -- the sends after it go on
+          error(err)
+        end
+      end
+    end)
+  end
+end
+
+--- Say what was refused, and send the references (in the order given).
+---@param paths string[]
+---@param looked {seen: gemini_companion.AtPathSeen?, why: string?}[]
+---@param cli? 'gemini'|'qwen'
+---@param name? string
+---@param send fun(name: string?, text: string?)
+function H.add_looked(paths, looked, cli, name, send)
   local refs, reasons, refused = {}, {}, {} -- refused[reason]: names
-  for _, path in ipairs(paths) do
-    local form, why = nil, 'no such file'
-    if vim.uv.fs_stat(prompt.absolute(path)) then
-      form, why = at_path.form(path, cli)
+  for i, path in ipairs(paths) do
+    local form, why = nil, looked[i].why
+    if looked[i].seen then
+      form, why = require('gemini_companion.agents.at_path').form(path, cli, looked[i].seen)
     end
     if form then
       table.insert(refs, form)
     else
+      why = why or '?'
       if not refused[why] then
         refused[why] = {}
         table.insert(reasons, why)
       end
-      table.insert(refused[why], prompt.text(path, true))
+      table.insert(refused[why], require('gemini_companion.agents.prompt').text(path, true))
     end
   end
   if #reasons > 0 then
@@ -74,9 +98,7 @@ function M.add(opts)
     -- Brief: a hit-enter prompt would hold up the agent this may start. The reasons first, whole.
     message.brief(('GeminiAdd: %s: '):format(table.concat(reasons, '; ')), 'warn', names)
   end
-  if #refs > 0 then
-    agents.send(name, table.concat(refs, ' ') .. ' ')
-  end
+  send(name, #refs > 0 and table.concat(refs, ' ') .. ' ' or nil)
 end
 
 --- Split a command's words into a configured agent name (first word, optional) and the rest.

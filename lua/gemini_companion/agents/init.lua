@@ -9,6 +9,7 @@ local host = require('gemini_companion.host')
 local message = require('gemini_companion.message')
 
 local M = {}
+local H = {}
 
 ---@class gemini_companion.Agent
 ---@field name string
@@ -101,20 +102,37 @@ local function command(name, args)
   return cmd
 end
 
---- Start an agent, shown (and focused, when `focus`, where its provider can).
+--- Start an agent, shown (and focused, when `focus()`, where its provider can), once its CLI's
+--- settings are as they will be (cli_settings/ask.lua: an edit runs off the main loop first);
+--- `done(agent)` or `done(nil, error)`.
 ---@param name string
 ---@param args string[]
----@param focus boolean
----@return gemini_companion.Agent? agent, string? error
-local function start(name, args, focus)
+---@param focus fun(): boolean
+---@param done fun(agent: gemini_companion.Agent?, error: string?)
+local function start(name, args, focus, done)
   local cmd, problem = command(name, args)
   if not cmd then
-    return nil, problem
+    return done(nil, problem)
   end
   local agent_spec = spec(name) --[[@as gemini_companion.AgentSpec]]
-  local cli_settings = require('gemini_companion.agents.cli_settings')
-  local cli = cli_settings.cli_of(name, cmd)
-  require('gemini_companion.agents.cli_settings.ask').before_start(cli, config.options.cli_settings, agent_spec.env)
+  local cli = require('gemini_companion.agents.cli_settings').cli_of(name, cmd)
+  require('gemini_companion.agents.cli_settings.ask').before_start(
+    cli,
+    config.options.cli_settings,
+    agent_spec.env,
+    function()
+      done(H.spawn(name, cmd, agent_spec, focus()))
+    end
+  )
+end
+
+--- Start the agent's process, shown (and focused, when `focus`).
+---@param name string
+---@param cmd string[]
+---@param agent_spec gemini_companion.AgentSpec
+---@param focus boolean
+---@return gemini_companion.Agent? agent, string? error
+function H.spawn(name, cmd, agent_spec, focus)
   local provider = agent_spec.provider or config.options.terminal.provider
   local agent = {
     name = name,
@@ -177,21 +195,25 @@ local function start_served(name, args, done, focus)
   if problem then
     return message.notify(problem, 'error')
   end
-  starting[name] = { done, focus = focus }
+  local waited = { done, focus = focus }
+  starting[name] = waited
   require('gemini_companion.agents.served').when(function(not_served)
-    local waited = starting[name]
-    starting[name] = nil
     if not_served then -- never an agent that cannot connect, and never silently: one line
+      starting[name] = nil
       return message.brief(('%s not started: %s'):format(name, not_served), 'error')
     end
-    local agent, err = start(name, args, waited.focus)
-    if not agent then
-      return message.notify(err or '?', 'error')
-    end
-    M.last = name
-    for _, fn in ipairs(waited) do
-      fn(agent)
-    end
+    start(name, args, function()
+      return waited.focus
+    end, function(agent, err)
+      starting[name] = nil -- (asks while its settings were written joined this start)
+      if not agent then
+        return message.notify(err or '?', 'error')
+      end
+      M.last = name
+      for _, fn in ipairs(waited) do
+        fn(agent)
+      end
+    end)
   end)
 end
 
@@ -338,6 +360,27 @@ local in_turn -- below M.send
 ---@param text string
 ---@param submit? boolean
 function M.send(name, text, submit)
+  require('gemini_companion.agents.send_order').run(function()
+    H.deliver(name, text, submit)
+  end)
+end
+
+--- A send whose text is made later (off the main loop): its place in the order of sends is taken
+--- now. Call the returned function once, with the text (nil: nothing is sent).
+---@return fun(name: string?, text: string?, submit: boolean?)
+function M.send_later()
+  local fill = require('gemini_companion.agents.send_order').reserve()
+  return function(name, text, submit)
+    fill(text and function()
+      H.deliver(name, text, submit)
+    end or nil)
+  end
+end
+
+---@param name? string
+---@param text string
+---@param submit? boolean
+function H.deliver(name, text, submit)
   text = require('gemini_companion.agents.prompt').text(text)
   name = resolve(name)
   reach(name, function(agent)

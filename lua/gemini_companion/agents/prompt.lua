@@ -124,15 +124,19 @@ end
 --- `@ref` for a file or directory (a directory ends in a slash). A relative one starts with `./`:
 --- the CLIs read a bare `@name` first as one of their agents, sessions, MCP servers or resources.
 ---@param path string
+---@param directory? boolean what a stat off the main loop found (at_path.look); nil: look now
 ---@return string
-function M.reference(path)
+function M.reference(path, directory)
   local shown = M.display(path)
   if shown == '.' then
     shown = './'
   elseif shown:sub(1, 1) ~= '/' then
     shown = './' .. shown
   end
-  if vim.fn.isdirectory(M.absolute(path)) == 1 and not shown:match('/$') then
+  if directory == nil then
+    directory = vim.fn.isdirectory(M.absolute(path)) == 1
+  end
+  if directory and not shown:match('/$') then
     shown = shown .. '/'
   end
   return '@' .. M.escape(M.text(shown, true))

@@ -9,6 +9,22 @@ end
 
 local cwd = vim.fn.getcwd()
 
+--- The form of an existing path, after at_path.look has read its folders (off the main loop).
+local function looked_form(path, cli)
+  local seen, why, done = nil, nil, false
+  at_path.look(path, cli, function(s, w)
+    seen, why, done = s, w, true
+  end)
+  assert(
+    vim.wait(10000, function()
+      return done
+    end),
+    'look answers'
+  )
+  assert(seen, why)
+  return at_path.form(path, cli, seen)
+end
+
 return {
   names_gemini_would_glob_go_as_the_plain_path_and_to_qwen_as_escaped_references = function()
     local cases = {
@@ -79,10 +95,10 @@ return {
     end
     for _, name in ipairs({ 'up/y.txt', 'é/z.txt', 'one/README.md' }) do
       local path = root .. '/' .. name
-      equal(at_path.form(path, 'gemini'), '`' .. path .. '`')
-      equal(at_path.form(path, 'qwen'), '@' .. path)
+      equal(looked_form(path, 'gemini'), '`' .. path .. '`')
+      equal(looked_form(path, 'qwen'), '@' .. path)
     end
-    equal(at_path.form(root .. '/one/only.txt', 'gemini'), '@' .. root .. '/one/only.txt')
+    equal(looked_form(root .. '/one/only.txt', 'gemini'), '@' .. root .. '/one/only.txt')
     vim.fn.delete(root, 'rf')
   end,
   the_plain_path_is_text_and_a_code_span_no_backtick_closes = function()

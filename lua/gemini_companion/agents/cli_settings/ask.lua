@@ -9,25 +9,29 @@ local H = {}
 
 --- Before the plugin starts Gemini CLI: IDE mode must be on, and the tools registered, in its
 --- user settings (no other layer works for it). Per `cli_settings`: 'ask' once, 'auto', or
---- 'never'. A user's own `ide.enabled: false` is never overwritten here.
+--- 'never'. A user's own `ide.enabled: false` is never overwritten here. `done()` once the
+--- settings are as they will be: at once when nothing is written, else after the edit (it runs
+--- off the main loop).
 ---@param cli 'gemini'|'qwen'|nil
 ---@param mode 'ask'|'auto'|'never'
 ---@param agent_env? table<string, string> the agent's own environment: it may name its own folder
-function M.before_start(cli, mode, agent_env)
+---@param done fun()
+function M.before_start(cli, mode, agent_env, done)
   if cli ~= 'gemini' or mode == 'never' then
-    return -- Qwen: IDE mode comes with the session's defaults file
+    return done() -- Qwen: IDE mode comes with the session's defaults file
   end
   local missing = cli_settings.missing(cli, agent_env)
   if #missing == 0 then
-    return
+    return done()
   end
   local path = vim.fn.fnamemodify(cli_settings.path(cli, agent_env), ':~')
   if cli_settings.ide_enabled(cli, agent_env) == false then
-    return message.brief(('IDE mode is off in %s: /ide enable in the CLI turns it on'):format(path), 'warn')
+    message.brief(('IDE mode is off in %s: /ide enable in the CLI turns it on'):format(path), 'warn')
+    return done()
   end
   if mode == 'ask' then
     if vim.uv.fs_stat(H.declined_path(cli, agent_env)) then
-      return
+      return done()
     end
     local question = (
       'Gemini CLI connects to Neovim, and finds the editor tools, only through %s.\n'
@@ -38,21 +42,28 @@ function M.before_start(cli, mode, agent_env)
       H.remember_decline(cli, agent_env, answer == false or nil) -- no UI is no answer: asked again next time
       local said = 'not changed; later: :GeminiCompanion enable-cli gemini'
       if answer == nil then
-        return message.notify(said) -- nothing on screen: the whole line, in :messages
+        message.notify(said) -- nothing on screen: the whole line, in :messages
+      else
+        message.brief(said)
       end
-      return message.brief(said)
+      return done()
     end
   end
   H.remember_decline(cli, agent_env, nil)
-  local changes, err = cli_settings.enable(cli, agent_env)
-  if not changes then
-    return message.brief(err or '?', 'error')
-  end
-  message.brief(('IDE mode and editor tools set in %s (:GeminiCompanion disable-cli undoes it)'):format(path))
+  cli_settings.enable(cli, agent_env, function(changes, err)
+    if not changes then
+      message.brief(err or '?', 'error')
+    else
+      message.brief(('IDE mode and editor tools set in %s (:GeminiCompanion disable-cli undoes it)'):format(path))
+    end
+    done()
+  end)
 end
 
 --- `:GeminiCompanion enable-cli|disable-cli [cli]`: each settings file the plugin may start that
---- CLI with (the user's, and configured agents' own).
+--- CLI with (the user's, and configured agents' own). The edits are asked for at once, in order
+--- (they run one after the other, off the main loop: a second command's after the first's), and
+--- each says what changed when it is done.
 ---@param verb 'enable'|'disable'
 ---@param cli? string
 function M.command(verb, cli)
@@ -60,8 +71,8 @@ function M.command(verb, cli)
     if not vim.tbl_contains(cli_settings.clis, name) then
       return message.notify(('unknown CLI %q (gemini, qwen)'):format(name), 'error')
     end
-    local took_back = false
-    for _, file in ipairs(cli_settings.settings_files(name)) do
+    local files, took_back = cli_settings.settings_files(name), false
+    for i, file in ipairs(files) do
       if
         verb == 'enable'
         and cli_settings.ide_enabled(name, file.env) == false
@@ -70,19 +81,20 @@ function M.command(verb, cli)
         message.notify(('%s: left as it is (ide.enabled: false)'):format(file.path))
       else
         H.remember_decline(name, file.env, nil)
-        local changes, err = cli_settings[verb](name, file.env)
-        if not changes then
-          message.notify(err or '?', 'error')
-        elseif #changes == 0 then
-          message.notify(('%s: nothing to change'):format(file.path))
-        else
-          message.notify(('%s: %s'):format(file.path, table.concat(changes, ', ')))
-          took_back = took_back or verb == 'disable'
-        end
+        cli_settings[verb](name, file.env, function(changes, err)
+          if not changes then
+            message.notify(err or '?', 'error')
+          elseif #changes == 0 then
+            message.notify(('%s: nothing to change'):format(file.path))
+          else
+            message.notify(('%s: %s'):format(file.path, table.concat(changes, ', ')))
+            took_back = took_back or verb == 'disable'
+          end
+          if i == #files and took_back then
+            H.still_held(name)
+          end
+        end)
       end
-    end
-    if took_back then
-      H.still_held(name)
     end
   end
 end
