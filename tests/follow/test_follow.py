@@ -165,6 +165,26 @@ def test_a_file_written_again_the_moment_after_it_was_opened_is_followed(editor_
     assert ed.lua("return vim.bo.modified") is False and ed.lua(ASKED) == 0
 
 
+def test_a_link_and_its_target_are_both_followed(editor_factory, sandbox: Sandbox):
+    """The buffer's name is a link to a file in another folder: a change of the target is
+    followed, and so is the link itself replaced by a file of its own (the watch alone, no sweep)."""
+    elsewhere = sandbox.base / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "target.txt").write_text("target\n")
+    link = sandbox.project / "link.txt"
+    link.symlink_to(elsewhere / "target.txt")
+    ed = editor_factory(NO_HOOKS, [str(link)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 2, 10, "both folders watched")
+    (elsewhere / "target.txt").write_text("target changed\n")
+    wait_for(lambda: lines(ed) == "target changed", 10, "the buffer to follow the target")
+    replacement = sandbox.project / "link.txt.new"
+    replacement.write_text("a file of its own\n")
+    replacement.rename(link)
+    wait_for(lambda: lines(ed) == "a file of its own", 10, "the buffer to follow the link's replacement")
+    assert ed.lua("return vim.bo.modified") is False and ed.lua(ASKED) == 0
+
+
 def test_the_comparison_reads_the_file_as_its_buffer_does(editor_factory, sandbox: Sandbox):
     """A CR LF file and a Latin-1 one under unsaved edits: the agent's side is the file's lines as
     Neovim read the buffer (no ^M on each line, é not <e9>), so the diff shows the one line the

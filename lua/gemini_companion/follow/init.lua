@@ -30,8 +30,8 @@ local RECENT_S = 2
 
 ---@class gemini_companion.Followed
 ---@field name string the buffer's file, as Neovim reads it
----@field folder string? the folder watched for it (resolved), nil while unwatched
----@field base string? its file name in that folder
+---@field watches? {folder: string, base: string}[] where it is watched (resolved): its name's
+---  place, and a link's target's too; nil until set up
 ---@field sig string what the file was when the buffer last matched it (disk.stat_signature)
 ---@field reading boolean? a read is under way
 ---@field shown integer? when it was last reloaded (uv.now, ms)
@@ -58,7 +58,7 @@ local group ---@type integer?
 
 local burst = require('gemini_companion.follow.burst')
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, in_step, recheck, watch, read, pump, applied, finish, apply, judged, remember -- below the public functions
+local mark, in_step, recheck, watch, watch_place, unwatch, read, pump, applied, finish, apply, judged, remember -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -162,19 +162,8 @@ function M.untrack(buf)
   if entry.state then -- (:e! reads the file again, into the same buffer and its variables)
     pcall(vim.api.nvim_buf_del_var, buf, 'gemini_companion_follow')
   end
-  local folder = entry.folder and folders[entry.folder]
-  if not folder then
-    return
-  end
-  local bufs = folder.names[entry.base]
-  bufs[buf] = nil
-  if next(bufs) == nil then
-    folder.names[entry.base] = nil
-  end
-  if next(folder.names) == nil then
-    folder.handle:close()
-    folders[entry.folder] = nil
-    folder_count = folder_count - 1
+  for _, place in ipairs(entry.watches or {}) do
+    unwatch(buf, place.folder, place.base)
   end
 end
 
@@ -260,49 +249,91 @@ function recheck(buf, entry)
   end)
 end
 
---- Watch the folder of `entry`'s file (the file's own when it is a link), resolved off the main
---- loop; nothing when the folder cannot be watched (missing, too many): the sweeps cover it.
+--- Watch the folder of `entry`'s file, and when its name is a link, the target's folder too (a
+--- change of the target, and the link itself replaced, are both seen); resolved off the main
+--- loop. Nothing where a folder cannot be watched (missing, too many): the sweeps cover it.
 ---@param buf integer
 ---@param entry gemini_companion.Followed
 function watch(buf, entry)
-  local function at(real)
+  local own, target, left = nil, nil, 2
+  local function looked()
+    left = left - 1
+    if left > 0 then
+      return
+    end
     vim.schedule(function()
-      if followed[buf] ~= entry or entry.folder or not real then
+      if followed[buf] ~= entry or entry.watches then
         return
       end
-      local folder, base = vim.fs.dirname(real), vim.fs.basename(real)
-      local watched = folders[folder]
-      if not watched then
-        local handle = folder_count < MAX_FOLDERS and vim.uv.new_fs_event()
-        if not handle then
-          return
+      entry.watches = {}
+      local places = { own, target ~= own and target or nil }
+      for _, real in pairs(places) do
+        local folder, base = vim.fs.dirname(real), vim.fs.basename(real)
+        if watch_place(buf, folder, base) then
+          table.insert(entry.watches, { folder = folder, base = base })
         end
-        local ok = handle:start(folder, {}, function(err, filename)
-          changed(folder, not err and filename or nil)
-        end)
-        if not ok then
-          handle:close()
-          return
-        end
-        watched = { handle = handle, names = {} }
-        folders[folder] = watched
-        folder_count = folder_count + 1
       end
-      watched.names[base] = watched.names[base] or {}
-      watched.names[base][buf] = true
-      entry.folder, entry.base = folder, base
       recheck(buf, entry) -- what changed while the watch was being set up
     end)
   end
-  vim.uv.fs_realpath(entry.name, function(_, real)
-    if real then
-      return at(real)
-    end
-    -- Not there yet (a new file): its folder, and the name Neovim will read in it.
-    vim.uv.fs_realpath(vim.fs.dirname(entry.name), function(_, dir)
-      at(dir and dir .. '/' .. vim.fs.basename(entry.name))
-    end)
+  -- The name's own place: its folder resolved, the name Neovim reads in it (a new file, a link).
+  vim.uv.fs_realpath(vim.fs.dirname(entry.name), function(_, dir)
+    own = dir and dir .. '/' .. vim.fs.basename(entry.name)
+    looked()
   end)
+  vim.uv.fs_realpath(entry.name, function(_, real)
+    target = real
+    looked()
+  end)
+end
+
+--- Watch `folder` for `base`, on behalf of `buf` (one handle per folder); whether it is watched.
+---@param buf integer
+---@param folder string
+---@param base string
+---@return boolean
+function watch_place(buf, folder, base)
+  local watched = folders[folder]
+  if not watched then
+    local handle = folder_count < MAX_FOLDERS and vim.uv.new_fs_event()
+    if not handle then
+      return false
+    end
+    local ok = handle:start(folder, {}, function(err, filename)
+      changed(folder, not err and filename or nil)
+    end)
+    if not ok then
+      handle:close()
+      return false
+    end
+    watched = { handle = handle, names = {} }
+    folders[folder] = watched
+    folder_count = folder_count + 1
+  end
+  watched.names[base] = watched.names[base] or {}
+  watched.names[base][buf] = true
+  return true
+end
+
+--- `buf` no longer wants `base` in `folder`; the folder's watch goes with its last name.
+---@param buf integer
+---@param folder string
+---@param base string
+function unwatch(buf, folder, base)
+  local watched = folders[folder]
+  local bufs = watched and watched.names[base]
+  if not bufs then
+    return
+  end
+  bufs[buf] = nil
+  if next(bufs) == nil then
+    watched.names[base] = nil
+  end
+  if next(watched.names) == nil then
+    watched.handle:close()
+    folders[folder] = nil
+    folder_count = folder_count - 1
+  end
 end
 
 -- --- reading and applying --------------------------------------------------------------------
