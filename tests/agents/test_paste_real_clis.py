@@ -1,0 +1,46 @@
+"""A user's own 5,000-line paste into the real Gemini CLI and Qwen Code, in a real Neovim TUI
+under tmux (tmux's `paste-buffer -p` is the terminal emulator's bracketed paste), then Enter: the
+model's next request holds every line, once, in order, as one prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agents.tui_helpers import agent_screen, one_agent, turns
+from conftest import Sandbox, wait_for
+from harness.fake_model import FakeModel, Turn
+from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
+]
+
+LINES = [f"pasted line {i:04} of the user's text" for i in range(1, 5001)]
+
+
+@pytest.fixture(params=["gemini", "qwen"])
+def running(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[tuple[str, Tui, FakeModel]]:
+    model = FakeModel([Turn(text="Seen.")])
+    with one_agent(sandbox, model, request.param) as tui:
+        yield request.param, tui, model
+
+
+def test_a_long_paste_reaches_the_model_whole(running, sandbox):
+    cli, tui, model = running
+    tui.ex("Gemini")
+    wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
+    wait_for(lambda: tui.lua("return vim.api.nvim_get_mode().mode") == "t", E2E_TIMEOUT, "terminal mode")
+    clipboard = sandbox.base / "clipboard.txt"
+    clipboard.write_text("\n".join(LINES))
+    tui.tmux("load-buffer", str(clipboard))
+    tui.tmux("paste-buffer", "-p")
+    wait_for(lambda: "Pasted" in agent_screen(tui, cli), E2E_TIMEOUT, "the paste in the prompt")
+    screen = agent_screen(tui, cli)
+    tui.keys("Enter")
+    sent = wait_for(lambda: turns(cli, model, "pasted line 0001"), E2E_TIMEOUT, "the prompt to reach the model")
+    text = "\n".join(sent[-1])
+    found = [line for line in text.split("\n") if line.startswith("pasted line ")]
+    assert found == LINES, (len(found), screen[-600:])
