@@ -250,3 +250,16 @@ def test_marks_and_ranges_outside_a_tree_change_nothing(editor_factory, sandbox:
     editor.nvim.command(f"edit {sandbox.project / 'code.py'}")
     editor.nvim.command("1,2GeminiAdd")
     assert wait_pastes(log, 1) == [b"@./code.py "]
+
+
+@pytest.mark.parametrize("tree", ["neo-tree", "nvim-tree"])
+def test_the_root_is_a_node_alone_never_part_of_a_range(editor_factory, sandbox, tree):
+    """The tree's root line (the project) under the cursor adds the project, as before; a range
+    that starts at the top adds its nodes, not the whole project besides (as the trees' own
+    Visual-mode actions do)."""
+    editor, log, _ = in_tree(editor_factory, sandbox, tree, b"a.txt")
+    editor.nvim.api.win_set_cursor(0, [1, 0])
+    editor.nvim.command("GeminiAdd")
+    assert wait_pastes(log, 1) == [b"@./ "]
+    editor.nvim.command("1,$GeminiAdd")
+    assert wait_pastes(log, 2)[1] == b"@./a.txt @./plain.txt "

@@ -1,5 +1,6 @@
 --- neo-tree (nvim-neo-tree/neo-tree.nvim): the nodes of the source shown in the current window
---- (filesystem, buffers, git_status, or any other whose nodes have a path).
+--- (filesystem, buffers, git_status, or any other whose nodes have a path). Its root (the project)
+--- is a node alone: a range that starts at the top does not add the whole project.
 local M = {}
 
 --- The nodes on lines `first`..`last` of the tree's window, in order (a message line is none).
@@ -14,7 +15,7 @@ function M.paths(first, last)
   local paths = {}
   for line = first, last do
     local node = state.tree:get_node(line)
-    if node and node.type ~= 'message' then
+    if node and node.type ~= 'message' and (first == last or node:get_depth() > 1) then
       table.insert(paths, node.path)
     end
   end

@@ -1,6 +1,7 @@
 --- nvim-tree: its nodes by line, and its marks (`m`). Lines come from
 --- the explorer's own `get_nodes_by_line`, what its Visual-mode mappings use (the public API only
---- knows the cursor's node); the root folder's label is line 1.
+--- knows the cursor's node); the root folder's label is line 1, a node alone (as in its own Visual
+--- mappings: a range that starts at the top does not add the whole project).
 local M = {}
 
 --- The nodes on lines `first`..`last` of the tree's window, in order.
@@ -18,7 +19,10 @@ function M.paths(first, last)
   local root_shown = require('nvim-tree.view').is_root_folder_visible(core.get_cwd())
   local paths = {}
   for line = first, last do
-    local node = (line == 1 and root_shown) and explorer or by_line[line]
+    local node = by_line[line]
+    if line == 1 and root_shown then
+      node = first == last and explorer or nil
+    end
     table.insert(paths, node and node.absolute_path)
   end
   return paths
