@@ -22,15 +22,20 @@ function M.send(opts)
   agents.send(name, text, opts.bang)
 end
 
---- `:[range]GeminiAdd [agent] [path...]`: @references to the paths, or else to what the file tree
---- in the window picked (the node under the cursor, the range's nodes, or its marks:
---- context/trees.lua), or the current file.
+--- `:[range]GeminiAdd [agent] [path...]`: @references, or else what the file tree in the window
+--- picked (the node under the cursor, a range's nodes, its marks: context/trees.lua), or else the
+--- current file. Each path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or
+--- an argument) is expanded. Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
+--- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
+--- the plain path, for the model's file tool).
 ---@param opts table
 function M.add(opts)
+  local prompt = require('gemini_companion.agents.prompt')
+  local at_path = require('gemini_companion.agents.at_path')
   local name, paths = H.agent_and_rest(opts.fargs)
   if #paths == 0 then
     local picked, marked = require('gemini_companion.context.trees').picked(opts)
-    paths = picked or { require('gemini_companion.agents.prompt').current_path() }
+    paths = picked or { prompt.current_path() }
     if #paths == 0 then
       return message.notify('GeminiAdd: no file here (give a path)', 'error')
     end
@@ -38,20 +43,6 @@ function M.add(opts)
       message.brief(('GeminiAdd: %d marked %s'):format(#paths, #paths == 1 and 'node' or 'nodes'), 'info')
     end
   end
-  M.add_paths(name, paths)
-end
-
---- Add `paths` to agent `name`'s prompt (nil: the last one used), in order: what `:GeminiAdd`
---- and the pickers send. Each path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a
---- name is expanded. Only what exists is referred to (Gemini CLI reads a missing path as a
---- search, `**/*path*`), each in a form its CLI reads as exactly that file (`at_path.form`: a name
---- Gemini CLI would glob goes as the plain path, for the model's file tool); the rest is named in
---- one line, with the reason first.
----@param name? string
----@param paths string[]
-function M.add_paths(name, paths)
-  local prompt = require('gemini_companion.agents.prompt')
-  local at_path = require('gemini_companion.agents.at_path')
   local agent, agent_spec = agents.get(agents.resolve(name)), config.options.agents[agents.resolve(name)]
   local cli = agent and agent.cli or (agent_spec and require('gemini_companion.agents.cli_package').of(agent_spec.cmd))
   local refs, reasons, refused = {}, {}, {} -- refused[reason]: names

@@ -20,7 +20,7 @@ local TREES = {
 
 --- The paths picked in the current window's file tree, in order, each once; nil when the window
 --- is no file tree. `marked`: they are the tree's marks (the user is told how many).
----@param opts? { range: integer, line1: integer, line2: integer } A user command's range.
+---@param opts? { range?: integer, line1?: integer, line2?: integer } A user command's range.
 ---@return string[]? paths, boolean? marked
 function M.picked(opts)
   local tree = H.tree()
@@ -64,10 +64,10 @@ function H.tree()
 end
 
 --- The range's lines (a command's, or the Visual selection being made), or nil: no range.
----@param opts? { range: integer, line1: integer, line2: integer }
+---@param opts? { range?: integer, line1?: integer, line2?: integer }
 ---@return integer?, integer?
 function H.lines(opts)
-  if opts and opts.range > 0 then
+  if opts and (opts.range or 0) > 0 then
     return opts.line1, opts.line2
   end
   if vim.fn.mode():match('^[vV\22]') then
