@@ -74,13 +74,16 @@ def open_tree(editor: Editor, tree: str, shown: str = "plain.txt") -> str:
     return filetype
 
 
-def in_tree(editor_factory: Any, sandbox: Sandbox, tree: str, *names: bytes) -> tuple[Editor, Path, str]:
-    """A Neovim with the fake agent, in `tree` on the project, where files `names` and plain.txt are
-    added; the agent's log, the tree's filetype."""
+def in_tree(
+    editor_factory: Any, sandbox: Sandbox, tree: str, *names: bytes, options: str = ""
+) -> tuple[Editor, Path, str]:
+    """A Neovim with the fake agent, in `tree` on the project (Lua `options` run first), where
+    files `names` and plain.txt are added; the agent's log, the tree's filetype."""
     log = sandbox.base / "agent.log"
     files(sandbox.project, *names, b"plain.txt")
     editor = editor_factory(setup=fake_agent(log))
     editor.wait_state("running")
+    editor.lua(options)
     return editor, log, open_tree(editor, tree)
 
 
@@ -263,3 +266,20 @@ def test_the_root_is_a_node_alone_never_part_of_a_range(editor_factory, sandbox,
     assert wait_pastes(log, 1) == [b"@./ "]
     editor.nvim.command("1,$GeminiAdd")
     assert wait_pastes(log, 2)[1] == b"@./a.txt @./plain.txt "
+
+
+def test_netrw_tree_listing_names_each_line_in_its_own_folder(editor_factory, sandbox):
+    """netrw's tree listing (`g:netrw_liststyle` 3) with a folder opened: a top-level name the
+    opened folder also holds is the top-level file, not the folder's (netrw's current folder is the
+    one last opened); a range adds each line in its own folder, and not the whole tree top."""
+    (sandbox.project / "sub").mkdir()
+    (sandbox.project / "sub" / "inner.txt").write_text("x\n")
+    editor, log, _ = in_tree(editor_factory, sandbox, "netrw", b"inner.txt", options="vim.g.netrw_liststyle = 3")
+    editor.nvim.api.win_set_cursor(0, [line_of(editor, "sub"), 0])
+    editor.nvim.input("<CR>")  # the folder opened in the tree
+    wait_for(lambda: editor.lua("return vim.fn.search('| | inner.txt', 'nw')") > 0, what="sub's file shown")
+    editor.nvim.api.win_set_cursor(0, [editor.lua("return vim.fn.search('^| inner.txt', 'nw')"), 0])
+    editor.nvim.command("GeminiAdd")
+    assert wait_pastes(log, 1) == [b"@./inner.txt "]
+    editor.nvim.command("1,$GeminiAdd")
+    assert wait_pastes(log, 2)[1] == b"@./sub/ @./sub/inner.txt @./inner.txt @./plain.txt "
