@@ -25,9 +25,9 @@ end
 --- `:[range]GeminiAdd [agent] [path...]`: @references, or else what the file tree in the window
 --- picked (the node under the cursor, a range's nodes, its marks: context/trees.lua), or else the
 --- current file. Each path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or
---- an argument) is expanded. Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
---- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
---- the plain path, for the model's file tool).
+--- an argument) is expanded. Only what exists is referred to (Gemini CLI reads a missing path as a
+--- search, `**/*path*`), each in a form its CLI reads as exactly that file (`at_path.form`: a name
+--- Gemini CLI would glob goes as the plain path, for the model's file tool).
 ---@param opts table
 function M.add(opts)
   local prompt = require('gemini_companion.agents.prompt')

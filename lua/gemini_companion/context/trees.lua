@@ -28,20 +28,15 @@ function M.picked(opts)
     return nil
   end
   local first, last = H.lines(opts)
-  local ok, paths, marked = pcall(function()
-    if not first and tree.marked then
-      local marks = tree.marked()
-      if #marks > 0 then
-        return marks, true
-      end
+  if not first and tree.marked then
+    local ok, marks = pcall(tree.marked)
+    if ok and type(marks) == 'table' and #marks > 0 then
+      return H.unique(marks), true
     end
-    local line = vim.api.nvim_win_get_cursor(0)[1]
-    return tree.paths(first or line, last or line)
-  end)
-  if not ok or type(paths) ~= 'table' then
-    return {}
   end
-  return H.unique(paths), marked
+  local line = vim.api.nvim_win_get_cursor(0)[1]
+  local ok, paths = pcall(tree.paths, first or line, last or line)
+  return ok and type(paths) == 'table' and H.unique(paths) or {}
 end
 
 --- The node under the cursor in a file tree (nil: none, or no file tree).
@@ -56,7 +51,7 @@ function M.under_cursor()
   return ok and paths[1] or nil
 end
 
---- The current window's tree, if its filetype is one and its plugin is loaded.
+--- The current window's tree, if its filetype is one (then its plugin is loaded).
 ---@return gemini_companion.Tree?
 function H.tree()
   local name = TREES[vim.bo.filetype]
