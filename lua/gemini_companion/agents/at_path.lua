@@ -13,17 +13,15 @@
 local prompt = require('gemini_companion.agents.prompt')
 
 local M = {}
-local H = {}
 
 --- What to type for `path` (it exists), or nil and why not: no form reaches exactly that file.
 ---@param path string
 ---@param cli? 'gemini'|'qwen' nil: a CLI read as Gemini is
----@param listings? table<string, table<string, string[]>> `case_twin`'s folders, kept across one add's paths
 ---@return string? text, string? why
-function M.form(path, cli, listings)
+function M.form(path, cli)
   local ref = prompt.reference(path)
   local absolute = prompt.absolute(path)
-  local gemini_misreads = cli ~= 'qwen' and (M.noise(ref) or M.case_twin(absolute, listings))
+  local gemini_misreads = cli ~= 'qwen' and (M.noise(ref) or M.case_twin(absolute))
   if not prompt.globbed(absolute, cli) and not gemini_misreads and ref:sub(-1) ~= '.' then
     return ref
   end
@@ -60,24 +58,21 @@ end
 
 --- Whether a glob of `absolute` that ignores case (Gemini CLI's) would match another file too: a
 --- part of the path has a sibling that differs from it only in case (README.md and readme.md).
---- Reads each folder on the way, as the glob does, once for all the paths of one add (`listings`:
---- many nodes of one folder cost one read of it, not one each). A twin's length in bytes is the
---- part's: a shortcut that misses the few letters whose cases differ in length, like K and the
---- Kelvin sign.
+--- Reads each folder on the way, as the glob does (a twin's length in bytes is the part's: a
+--- shortcut that misses the few letters whose cases differ in length, like K and the Kelvin sign).
 ---@param absolute string
----@param listings? table<string, table<string, string[]>> Each folder read: its names by their lowercase.
 ---@return boolean
-function M.case_twin(absolute, listings)
-  listings = listings or {}
+function M.case_twin(absolute)
   local dir = '/'
   for part in absolute:gmatch('[^/]+') do
-    if not listings[dir] then
-      listings[dir] = H.by_lowercase(dir)
-    end
-    for _, name in ipairs(listings[dir][H.lower(part)] or {}) do
-      if #name == #part and name ~= part then
+    local lower = vim.fn.tolower(part)
+    local handle = vim.uv.fs_scandir(dir)
+    local name = handle and vim.uv.fs_scandir_next(handle)
+    while name do
+      if #name == #part and name ~= part and vim.fn.tolower(name) == lower then
         return true
       end
+      name = vim.uv.fs_scandir_next(handle)
     end
     dir = vim.fs.joinpath(dir, part)
   end
@@ -97,28 +92,6 @@ function M.code(text)
   local fence = ('`'):rep(longest + 1)
   local pad = (text:find('^`') or text:find('`$')) and ' ' or ''
   return fence .. pad .. text .. pad .. fence
-end
-
---- A folder's names by their lowercase (none: it cannot be read).
----@param dir string
----@return table<string, string[]>
-function H.by_lowercase(dir)
-  local names, handle = {}, vim.uv.fs_scandir(dir)
-  local name = handle and vim.uv.fs_scandir_next(handle)
-  while name do
-    local lower = H.lower(name)
-    names[lower] = names[lower] or {}
-    table.insert(names[lower], name)
-    name = vim.uv.fs_scandir_next(handle)
-  end
-  return names
-end
-
---- Lowercase as Vim's tolower(), in Lua for an ASCII name (most: no call into Vimscript each).
----@param name string
----@return string
-function H.lower(name)
-  return name:find('[\128-\255]') and vim.fn.tolower(name) or name:lower()
 end
 
 return M

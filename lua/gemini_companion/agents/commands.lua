@@ -45,11 +45,11 @@ function M.add(opts)
   end
   local agent, agent_spec = agents.get(agents.resolve(name)), config.options.agents[agents.resolve(name)]
   local cli = agent and agent.cli or (agent_spec and require('gemini_companion.agents.cli_package').of(agent_spec.cmd))
-  local refs, reasons, refused, listings = {}, {}, {}, {} -- refused[reason]: names
+  local refs, reasons, refused = {}, {}, {} -- refused[reason]: names
   for _, path in ipairs(paths) do
     local form, why = nil, 'no such file'
     if vim.uv.fs_stat(prompt.absolute(path)) then
-      form, why = at_path.form(path, cli, listings)
+      form, why = at_path.form(path, cli)
     end
     if form then
       table.insert(refs, form)

@@ -85,31 +85,6 @@ return {
     equal(at_path.form(root .. '/one/only.txt', 'gemini'), '@' .. root .. '/one/only.txt')
     vim.fn.delete(root, 'rf')
   end,
-  the_paths_of_one_add_read_each_folder_once = function()
-    -- A range of 200 nodes of one folder (issue 35): each folder on the way is read once, not once a node.
-    local root = vim.fn.tempname()
-    vim.fn.mkdir(root, 'p')
-    local depth = #vim.split(root, '/', { trimempty = true }) + 1
-    for n = 1, 200 do
-      vim.fn.writefile({}, ('%s/f%d.txt'):format(root, n))
-    end
-    vim.fn.writefile({}, root .. '/F7.txt')
-    local scandir, reads = vim.uv.fs_scandir, 0
-    vim.uv.fs_scandir = function(dir) ---@diagnostic disable-line: duplicate-set-field
-      reads = reads + 1
-      return scandir(dir)
-    end
-    local listings, twins = {}, {}
-    for n = 1, 200 do
-      if at_path.case_twin(('%s/f%d.txt'):format(root, n), listings) then
-        table.insert(twins, n)
-      end
-    end
-    vim.uv.fs_scandir = scandir
-    vim.fn.delete(root, 'rf')
-    equal(reads, depth)
-    equal(vim.inspect(twins), vim.inspect({ 7 })) -- f7.txt beside F7.txt, still found
-  end,
   the_plain_path_is_text_and_a_code_span_no_backtick_closes = function()
     equal(at_path.form('[x]\27[201~\r.txt', 'gemini'), '`[x]␛[201~␍.txt`')
     equal(at_path.code('a`b[1]'), '``a`b[1]``')
