@@ -22,18 +22,18 @@ function M.send(opts)
   agents.send(name, text, opts.bang)
 end
 
---- `:[range]GeminiAdd [agent] [path...]`: @references, or else what the file tree in the window
---- picked (the node under the cursor, a range's nodes, its marks: context/trees.lua), or else the
---- current file. Each path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or
---- an argument) is expanded. Only what exists is referred to (Gemini CLI reads a missing path as a
---- search, `**/*path*`), each in a form its CLI reads as exactly that file (`at_path.form`: a name
---- Gemini CLI would glob goes as the plain path, for the model's file tool).
+--- `:GeminiAdd [agent] [path...]`: @references, or the current file / the file tree's node. Each
+--- path is taken literally: no `~`, `$VAR`, glob or `` `cmd` `` in a name (or an argument) is expanded.
+--- Only what exists is referred to (Gemini CLI reads a missing path as a search, `**/*path*`), each in
+--- a form its CLI reads as exactly that file (`at_path.form`: a name Gemini CLI would glob goes as
+--- the plain path, for the model's file tool).
 ---@param opts table
 function M.add(opts)
   local prompt = require('gemini_companion.agents.prompt')
   local at_path = require('gemini_companion.agents.at_path')
   local name, paths = H.agent_and_rest(opts.fargs)
   if #paths == 0 then
+    -- A file tree's nodes: under the cursor, a range's, or its marks (context/trees.lua).
     local picked, marked = require('gemini_companion.context.trees').picked(opts)
     paths = picked or { prompt.current_path() }
     if #paths == 0 then
