@@ -108,7 +108,12 @@ end, {
 })
 vim.api.nvim_create_user_command('GeminiAdd', function(opts)
   require('gemini_companion.agents.commands').add(opts)
-end, { nargs = '*', complete = 'file', desc = 'gemini-companion: add @file references to the prompt' })
+end, {
+  nargs = '*',
+  range = true, -- the nodes of a file tree's lines
+  complete = 'file',
+  desc = "gemini-companion: add @file references (or a file tree's nodes: range, marks) to the prompt",
+})
 
 local group = vim.api.nvim_create_augroup('gemini_companion', { clear = true })
 if vim.v.vim_did_enter == 1 then

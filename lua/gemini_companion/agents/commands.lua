@@ -43,11 +43,15 @@ function M.add(opts)
   local at_path = require('gemini_companion.agents.at_path')
   local name, paths = H.agent_and_rest(opts.fargs)
   if #paths == 0 then
-    local current = prompt.current_path()
-    if not current then
+    -- A file tree's nodes: under the cursor, a range's, or its marks (context/trees.lua).
+    local picked, marked = require('gemini_companion.context.trees').picked(opts)
+    paths = picked or { prompt.current_path() }
+    if #paths == 0 then
       return message.notify('GeminiAdd: no file here (give a path)', 'error')
     end
-    paths = { current }
+    if marked then
+      message.brief(('GeminiAdd: %d marked %s'):format(#paths, #paths == 1 and 'node' or 'nodes'), 'info')
+    end
   end
   local agent, agent_spec = agents.get(agents.resolve(name)), config.options.agents[agents.resolve(name)]
   local cli = agent and agent.cli or (agent_spec and require('gemini_companion.agents.cli_package').of(agent_spec.cmd))

@@ -208,24 +208,9 @@ end
 --- The file (or directory) under the cursor in a file tree, or the current file.
 ---@return string?
 function M.current_path()
-  local ft = vim.bo.filetype
-  local ok, path = pcall(function()
-    if ft == 'NvimTree' then
-      return require('nvim-tree.api').tree.get_node_under_cursor().absolute_path
-    elseif ft == 'neo-tree' then
-      return require('neo-tree.sources.manager').get_state('filesystem').tree:get_node().path
-    elseif ft == 'oil' then
-      local oil = require('oil')
-      local entry = oil.get_cursor_entry()
-      return entry and (oil.get_current_dir() .. entry.name)
-    elseif ft == 'minifiles' then
-      return _G.MiniFiles.get_fs_entry().path
-    elseif ft == 'netrw' then
-      return vim.fs.joinpath(vim.b.netrw_curdir, vim.fn['netrw#Call']('NetrwGetWord'))
-    end
-  end)
-  if ok and type(path) == 'string' and path ~= '' then
-    return path
+  local node = require('gemini_companion.context.trees').under_cursor()
+  if node then
+    return node
   end
   local name = vim.api.nvim_buf_get_name(0)
   if name ~= '' and vim.bo.buftype == '' then
