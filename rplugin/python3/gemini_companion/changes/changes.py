@@ -105,7 +105,9 @@ class ChangesFeature:
     def tools(self) -> list[Tool]:
         return []
 
-    async def on_stream_open(self, session_id: str) -> None: ...
+    async def on_stream_open(self, session_id: str) -> None:
+        # An agent started (its stream to us opened): the workspace's first snapshot, before its first turn.
+        self._snapshotter.warm(os.getcwd())
 
     def on_client_gone(self, session_id: str) -> None: ...
 
@@ -175,6 +177,8 @@ class ChangesFeature:
                 limit = int(params.get("max_file_bytes") or 1 << 20)
                 self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit)
             self._max_turns = max(1, int(params.get("max_turns") or 20))
+        # The host runs in Neovim's folder: in a git work tree, its first snapshot now, off the turn.
+        self._snapshotter.warm(os.getcwd())
 
     def _mark(self, params: dict[str, Any]) -> None:
         """A boundary from the editor: `:GeminiChanges mark`, or a prompt the plugin submitted

@@ -96,6 +96,7 @@ class Snapshotter:
     _ns: str = field(default_factory=lambda: f"{int(time.time())}-{secrets.token_hex(4)}")
     # Per repository of ours: nested repositories too big to enter ("x/"), left out while we run.
     _left_out: dict[str, set[str]] = field(default_factory=dict)
+    _warmed: set[str] = field(default_factory=set)  # work trees `warm` has started a snapshot of
 
     def take(self, cwd: str) -> Snapshot:
         """The work tree that holds `cwd` (the folder with the nearest `.git`, else `cwd`
@@ -116,6 +117,24 @@ class Snapshotter:
                     # its own work tree outside git, every file of it followed.
                     repo, tracked, entries = self._repo(real, alone=True), [], None
             return self._write(repo, tracked, entries)
+
+    def warm(self, cwd: str) -> None:
+        """The first snapshot of the git work tree holding `cwd`, on a worker thread (the turn
+        that comes next finds our index made, and waits only for what changed since). Nothing
+        for a folder outside git or a dotfiles tree (a home folder is no project), nor for a tree
+        this Snapshotter has taken already; a failure is the next turn's to tell."""
+        real = os.path.realpath(cwd)
+        work_tree, user, dotfiles = user_repo.find(real)
+        key = f"{work_tree}\0{user[0] if user else ''}"
+        if user is None or dotfiles or key in self._repos or key in self._warmed:
+            return
+        self._warmed.add(key)
+
+        def first() -> None:
+            with contextlib.suppress(SnapshotError, OSError):
+                self.take(real)
+
+        threading.Thread(target=first, name="changes-warm", daemon=True).start()
 
     def changes(self, before: Snapshot, after: Snapshot) -> list[FileChange]:
         """Files created, modified or deleted from one tree to the other, with +/- line counts."""
