@@ -87,7 +87,9 @@ class ChangesFeature:
         self._link = link
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._snapshotter = Snapshotter(Path.home() / ".local" / "state" / "nvim" / "gemini-companion")
+        self._snapshotter = Snapshotter(
+            Path.home() / ".local" / "state" / "nvim" / "gemini-companion", on_note=self._note
+        )
         self._max_turns = 20
         self._turns: list[Turn] = []
         self._open: dict[str, Turn] = {}  # agent -> its turn in progress
@@ -175,7 +177,10 @@ class ChangesFeature:
         with self._lock:
             if params.get("state_dir"):
                 limit = int(params.get("max_file_bytes") or 1 << 20)
-                self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit)
+                # watch_limit: inotify's limit on watches as the tests lower it (else the system's).
+                watches = int(params["watch_limit"]) if params.get("watch_limit") is not None else None
+                self._snapshotter.close()
+                self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit, watches, self._note)
             self._max_turns = max(1, int(params.get("max_turns") or 20))
         # The host runs in Neovim's folder: in a git work tree, its first snapshot now, off the turn.
         self._snapshotter.warm(os.getcwd())
@@ -212,6 +217,9 @@ class ChangesFeature:
             return
         span = Turn(0, ", ".join(dict.fromkeys(t.agent for t in turns)), "span", first.before, after, files)
         self._show(span.describe(), None)
+
+    def _note(self, line: str) -> None:
+        self._editor.lua("require('gemini_companion.state').notify(...)", line, "info")
 
     def _show(self, turn: dict[str, Any] | None, why: str | None) -> None:
         self._editor.lua("require('gemini_companion.changes').show(...)", turn, why)
