@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from changes.helpers import a_turn, agent_turn, listen
 from conftest import Editor, Sandbox, git, wait_for
 from gemini_companion.changes import git as our_git
+from gemini_companion.changes import watch
 from gemini_companion.changes.snapshot import Snapshot, Snapshotter
 
 
@@ -216,3 +218,19 @@ def test_the_user_is_told_once_why_a_tree_is_rescanned_and_its_turns_stay_exact(
     turn = a_turn(ed, repo, lambda: (repo / "folder4" / "f.txt").write_text("changed\n"))
     assert [f["path"] for f in turn["files"]] == ["folder4/f.txt"]
     assert len([m for m, _ in ed.lua("return _G.said") if "rescans" in m]) == 1
+
+
+def test_a_tree_on_a_file_system_inotify_cannot_hear_is_rescanned(repo, tmp_path, monkeypatch):
+    kind = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", str(repo)], capture_output=True, text=True)
+    assert watch.filesystem(str(repo)) == kind.stdout.strip()  # read from /proc/self/mountinfo as findmnt does
+    # This machine's file system taken for one other machines change too (NFS, SSHFS, 9p, ...).
+    monkeypatch.setattr(watch, "REMOTE", {kind.stdout.strip()})
+    notes: list[str] = []
+    snapshotter = Snapshotter(tmp_path / "state", on_note=notes.append)
+    first = snapshotter.take(str(repo))
+    (repo / "a.txt").write_text("changed\n")
+    assert [c.path for c in snapshotter.changes(first, snapshotter.take(str(repo)))] == ["a.txt"]
+    assert notes == [
+        f"changes: each turn rescans {repo}: it is on {kind.stdout.strip()}, where inotify does not hear"
+        " of changes made elsewhere"
+    ]

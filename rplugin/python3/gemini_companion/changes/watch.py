@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 from typing import Any
 
 try:
@@ -22,11 +23,13 @@ try:
 except ImportError:  # a venv built before the dependency: every snapshot rescans, with one line
     inotify_simple = None
 
-__all__ = ["MAX_CHANGED", "Watcher", "watch_limit"]
+__all__ = ["MAX_CHANGED", "Watcher", "filesystem", "watch_limit"]
 
 MAX_CHANGED = 2000  # changed paths one snapshot lists by name; more: a rescan
 WATCH_SHARE = 2  # one tree may take this fraction (1/n) of the user's inotify watches, no more
 LIMIT_FILES = ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches")
+# File systems whose files other machines (or the host of a VM) change without inotify hearing of it.
+REMOTE = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs", "virtiofs"}
 
 
 def watch_limit() -> int:
@@ -37,6 +40,25 @@ def watch_limit() -> int:
         with contextlib.suppress(OSError, ValueError), open(path, encoding="ascii") as file:
             limits.append(int(file.read().strip()))
     return min(limits) if limits else 0
+
+
+def filesystem(path: str) -> str:
+    """The type of the file system holding `path` (the mount with the longest matching mount
+    point in /proc/self/mountinfo); "" if unknown."""
+    best, kind = -1, ""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if " - " not in line or len(fields) < 5:
+                    continue
+                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
+                inside = path == point or path.startswith(point.rstrip("/") + "/")
+                if inside and len(point) > best:
+                    best, kind = len(point), line.split(" - ", 1)[1].split()[0]
+    except OSError:
+        return ""
+    return kind
 
 
 class Watcher:
@@ -57,6 +79,10 @@ class Watcher:
         self._anything = True  # nothing was watched before now: the first answer is "rescan"
         if inotify_simple is None:
             self.why = "inotify_simple is not installed (run the plugin's build: make install)"
+            return
+        kind = filesystem(root)
+        if kind in REMOTE or kind.startswith("fuse"):
+            self.why = f"it is on {kind}, where inotify does not hear of changes made elsewhere"
             return
         try:
             self._inotify = inotify_simple.INotify(nonblocking=True)
