@@ -234,3 +234,26 @@ def test_a_tree_on_a_file_system_inotify_cannot_hear_is_rescanned(repo, tmp_path
         f"changes: each turn rescans {repo}: it is on {kind.stdout.strip()}, where inotify does not hear"
         " of changes made elsewhere"
     ]
+
+
+def test_all_trees_together_take_at_most_half_of_the_users_watches(repo, tmp_path):
+    """Other programs (language servers, file managers) need inotify watches too."""
+    other = tmp_path / "other"
+    for i in range(3):
+        (other / f"folder{i}").mkdir(parents=True)
+        (other / f"folder{i}" / "f.txt").write_text(f"{i}\n")
+    notes: list[str] = []
+    snapshotter = Snapshotter(tmp_path / "state", watch_limit=12, on_note=notes.append)  # 6 folders in all
+    snapshotter.take(str(repo))  # its root folder: 1
+    first = snapshotter.take(str(other))  # 4 more would make 5: fits
+    assert notes == []
+    third = tmp_path / "third"
+    (third / "x").mkdir(parents=True)
+    (third / "x" / "f.txt").write_text("x\n")
+    snapshotter.take(str(third))  # 2 more would make 7: not watched, told
+    assert notes == [
+        f"changes: each turn rescans {third}: more than 1 folders, half of inotify's limit"
+        " (fs.inotify.max_user_watches = 12) less the 5 our other trees' watchers hold"
+    ]
+    (other / "folder2" / "f.txt").write_text("changed\n")
+    assert [c.path for c in snapshotter.changes(first, snapshotter.take(str(other)))] == ["folder2/f.txt"]

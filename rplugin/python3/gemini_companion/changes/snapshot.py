@@ -358,7 +358,8 @@ class Snapshotter:
             return None  # a dotfiles tree: its list is what the user's index names now
         watcher = self._watchers.get(repo.git_dir)
         if watcher is None:  # watching before the first listing: nothing falls in between
-            watcher = self._watchers[repo.git_dir] = Watcher(repo.work_tree, self.watch_limit)
+            others = sum(w.watching() for w in self._watchers.values())
+            watcher = self._watchers[repo.git_dir] = Watcher(repo.work_tree, self.watch_limit, others)
         changed = watcher.changed()
         if watcher.why and repo.git_dir not in self._told:
             self._told.add(repo.git_dir)

@@ -62,15 +62,17 @@ def filesystem(path: str) -> str:
 
 
 class Watcher:
-    def __init__(self, root: str, limit: int | None = None) -> None:
+    def __init__(self, root: str, limit: int | None = None, others: int = 0) -> None:
         """Watch every folder under `root` (not following symlinks), or say in `why` why not;
-        `limit`: the user's inotify watch limit, if not the one the system says (tests)."""
+        `limit`: the user's inotify watch limit, if not the one the system says (tests); `others`:
+        the folders our other trees' watchers hold (all of ours together take at most the share)."""
         self.root = root
         self.why = ""  # why the tree is not (or no longer) watched; "" while it is
         limit = watch_limit() if limit is None else limit
-        self._max = limit // WATCH_SHARE
+        self._max = limit // WATCH_SHARE - others
         self._too_many = (
             f"more than {self._max} folders, half of inotify's limit (fs.inotify.max_user_watches = {limit})"
+            + (f" less the {others} our other trees' watchers hold" if others else "")
         )
         self._inotify: Any = None
         self._dirs: dict[int, str] = {}  # watch -> its folder, relative to root ("" the root)
@@ -101,6 +103,10 @@ class Watcher:
         changed, anything = self._changed | self._unwatched, self._anything
         self._changed, self._anything = set(), False
         return None if anything or len(changed) > MAX_CHANGED else changed
+
+    def watching(self) -> int:
+        """How many folders this watcher holds a watch on."""
+        return len(self._dirs)
 
     def rescan_next(self) -> None:
         """What the last answer named was not all looked at (the snapshot failed): the next is "anything"."""
