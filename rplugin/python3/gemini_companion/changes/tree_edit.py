@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import zlib
 
@@ -29,6 +30,9 @@ def read(git_dir: str, root: str, folders: set[str], alternates: str) -> dict[st
     order = sorted(folders)
     if any("\n" in folder for folder in order) or len(root) != 40:
         return None
+    ours = _read_loose(git_dir, root, order)  # our own trees: no git run
+    if ours is not None:
+        return ours
     names = "".join(f"{root}:{folder}\n" if folder else f"{root}\n" for folder in order)
     out = git.run(git_dir, ["cat-file", "--batch"], stdin=names, alternates=alternates)
     data = out.encode("utf-8", "surrogateescape")
@@ -53,13 +57,15 @@ def ignored(git_dir: str, work_tree: str, paths: list[str]) -> set[str]:
     """Which of `paths` (files our tree does not have) `.gitignore` and the excludes ignore."""
     if not paths:
         return set()
+    # "./": a name starting with ":" is a name, not pathspec magic (check-ignore takes no `:(literal)`).
+    named = "\0".join(f"./{path}" for path in paths)
     try:
-        out = git.run(git_dir, ["check-ignore", "--no-index", "-z", "--stdin"], work_tree, "\0".join(paths))
+        out = git.run(git_dir, ["check-ignore", "--no-index", "-z", "--stdin"], work_tree, named)
     except git.SnapshotError as err:
         if str(err) != "git check-ignore: exit 1":  # 1: none of them is ignored
             raise
         return set()
-    return {path for path in out.split("\0") if path}
+    return {path.removeprefix("./") for path in out.split("\0") if path}
 
 
 def write_blob(git_dir: str, data: bytes) -> bytes:
@@ -87,15 +93,48 @@ def write(git_dir: str, trees: dict[str, Tree], changed: dict[str, tuple[bytes, 
     return _write(git_dir, b"tree", _tree_bytes(trees[""])).hex()
 
 
+def _read_loose(git_dir: str, root: str, folders: list[str]) -> dict[str, Tree] | None:
+    """`read`, from the loose objects of our repository alone; None if one is not there (a tree
+    the user's store had already: git did not write it into ours)."""
+    cache: dict[bytes, Tree] = {}
+
+    def tree(oid: bytes) -> Tree | None:
+        if oid not in cache:
+            try:
+                with open(os.path.join(git_dir, "objects", oid.hex()[:2], oid.hex()[2:]), "rb") as file:
+                    raw = zlib.decompress(file.read())
+            except (OSError, zlib.error):
+                return None
+            header, _, content = raw.partition(b"\0")
+            if not header.startswith(b"tree "):
+                return None
+            cache[oid] = _entries(content)
+        return dict(cache[oid])
+
+    trees: dict[str, Tree] = {}
+    for folder in folders:  # sorted: each folder's parent before it
+        if not folder:
+            found = tree(bytes.fromhex(root))
+        else:
+            parent, _, name = folder.rpartition("/")
+            entry = trees[parent].get(os.fsencode(name))
+            if entry is None:
+                found = {}
+            elif entry[0] != FOLDER:
+                return None  # a file where the folder was: `read` says what git does
+            else:
+                found = tree(entry[1])
+        if found is None:
+            return None
+        trees[folder] = found
+    return trees
+
+
+ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)
+
+
 def _entries(data: bytes) -> Tree:
-    entries: Tree = {}
-    at = 0
-    while at < len(data):
-        space = data.index(b" ", at)
-        nul = data.index(b"\0", space)
-        entries[data[space + 1 : nul]] = (data[at:space], data[nul + 1 : nul + 21])
-        at = nul + 21
-    return entries
+    return {name: (mode, oid) for mode, name, oid in ENTRY.findall(data)}
 
 
 def _tree_bytes(entries: Tree) -> bytes:

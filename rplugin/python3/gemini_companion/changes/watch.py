@@ -16,6 +16,7 @@ import contextlib
 import errno
 import os
 import re
+import stat
 from typing import Any
 
 try:
@@ -77,6 +78,9 @@ class Watcher:
         self._inotify: Any = None
         self._dirs: dict[int, str] = {}  # watch -> its folder, relative to root ("" the root)
         self._unwatched: set[str] = set()  # folders we could not watch: named as changed every time
+        # Files with other names (hard links): written through a name elsewhere, inotify tells the
+        # folder of that name only; named as changed every time.
+        self._linked: set[str] = set()
         self._changed: set[str] = set()
         self._anything = True  # nothing was watched before now: the first answer is "rescan"
         if inotify_simple is None:
@@ -100,7 +104,17 @@ class Watcher:
             self._drain()
         if self._inotify is None:
             return None
-        changed, anything = self._changed | self._unwatched, self._anything
+        known = set(self._linked)
+        for path in self._changed if len(self._changed) <= MAX_CHANGED else ():
+            self._note_links(path)
+        if self._linked - known:
+            # A new name of a file: its other names, wherever in the tree, changed unseen with it.
+            self._find_links()
+            self._anything = True
+        if len(self._linked) > MAX_CHANGED:
+            self._give_up(f"more than {MAX_CHANGED} of its files have other names too (hard links)")
+            return None
+        changed, anything = self._changed | self._unwatched | self._linked, self._anything
         self._changed, self._anything = set(), False
         return None if anything or len(changed) > MAX_CHANGED else changed
 
@@ -154,8 +168,11 @@ class Watcher:
                 self._dirs[self._inotify.add_watch(full, mask)] = folder
                 with os.scandir(full) as entries:
                     for entry in entries:
+                        path = f"{folder}/{entry.name}" if folder else entry.name
                         if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
-                            stack.append(f"{folder}/{entry.name}" if folder else entry.name)
+                            stack.append(path)
+                        elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_nlink > 1:
+                            self._linked.add(path)
             except OSError as err:
                 if err.errno == errno.ENOSPC:
                     self._give_up("inotify's limit on watches was reached (fs.inotify.max_user_watches)")
@@ -164,6 +181,27 @@ class Watcher:
                     self._unwatched.add(folder)  # unreadable: looked at every time
                     if not folder:
                         self._give_up(f"its folder cannot be watched ({err.strerror})")
+
+    def _note_links(self, path: str) -> None:
+        """Keep `path` among the files with other names while it is one."""
+        try:
+            info = os.lstat(os.path.join(self.root, path))
+        except OSError:
+            self._linked.discard(path)
+            return
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            self._linked.add(path)
+        else:
+            self._linked.discard(path)
+
+    def _find_links(self) -> None:
+        """Every file of the watched folders that has other names (one stat each)."""
+        self._linked = set()
+        for folder in list(self._dirs.values()):
+            with contextlib.suppress(OSError), os.scandir(os.path.join(self.root, folder)) as entries:
+                for entry in entries:
+                    if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_nlink > 1:
+                        self._linked.add(f"{folder}/{entry.name}" if folder else entry.name)
 
     def _drain(self) -> None:
         while self._inotify is not None:
@@ -215,3 +253,4 @@ class Watcher:
                 with contextlib.suppress(OSError):
                     self._inotify.rm_watch(wd)
         self._unwatched = {f for f in self._unwatched if f != top and not f.startswith(inside)}
+        self._linked = {f for f in self._linked if not f.startswith(inside)}
