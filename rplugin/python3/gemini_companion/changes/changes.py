@@ -179,7 +179,8 @@ class ChangesFeature:
                 limit = int(params.get("max_file_bytes") or 1 << 20)
                 # watch_limit: inotify's limit on watches as the tests lower it (else the system's).
                 watches = int(params["watch_limit"]) if params.get("watch_limit") is not None else None
-                self._snapshotter.close()
+                # Its watchers go once a snapshot it may be taking is done: never waited for here.
+                threading.Thread(target=self._snapshotter.close, daemon=True).start()
                 self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit, watches, self._note)
             self._max_turns = max(1, int(params.get("max_turns") or 20))
         # The host runs in Neovim's folder: in a git work tree, its first snapshot now, off the turn.
