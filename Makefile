@@ -6,7 +6,7 @@ NODE_DIR := tests/node
 # Neovim >= 0.10 for tests and the demo: the one on PATH, else one installed into the venv (make dev).
 NVIM = $(shell cat $(VENV)/nvim-path)
 
-.PHONY: install dev node demo test test-unit lint format bench bench-peers soak clean tools lint-tools
+.PHONY: install dev node demo test test-unit lint format bench bench-scale bench-peers soak clean tools lint-tools
 
 # The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
 # from PyPI (pynvim, h11, psutil and what they need) and doc/tags. Nothing else is downloaded.
@@ -88,6 +88,11 @@ test-unit: dev
 
 bench: dev node
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/bench.py
+
+# A turn start's cost as the work tree grows (5,000 to 200,000 generated files; nothing is fetched).
+# BENCH_SCALE_SIZES=5000 for a quick run.
+bench-scale: dev node
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/bench_scale.py
 
 # Side by side with nvim-gemini-companion (pure Lua), PEER=<its checkout>: nothing is fetched.
 bench-peers: dev node

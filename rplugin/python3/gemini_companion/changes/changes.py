@@ -87,7 +87,9 @@ class ChangesFeature:
         self._link = link
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._snapshotter = Snapshotter(Path.home() / ".local" / "state" / "nvim" / "gemini-companion")
+        self._snapshotter = Snapshotter(
+            Path.home() / ".local" / "state" / "nvim" / "gemini-companion", on_note=self._note
+        )
         self._max_turns = 20
         self._turns: list[Turn] = []
         self._open: dict[str, Turn] = {}  # agent -> its turn in progress
@@ -105,7 +107,9 @@ class ChangesFeature:
     def tools(self) -> list[Tool]:
         return []
 
-    async def on_stream_open(self, session_id: str) -> None: ...
+    async def on_stream_open(self, session_id: str) -> None:
+        # An agent started (its stream to us opened): the workspace's first snapshot, before its first turn.
+        self._snapshotter.warm(os.getcwd())
 
     def on_client_gone(self, session_id: str) -> None: ...
 
@@ -173,8 +177,14 @@ class ChangesFeature:
         with self._lock:
             if params.get("state_dir"):
                 limit = int(params.get("max_file_bytes") or 1 << 20)
-                self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit)
+                # watch_limit: inotify's limit on watches as the tests lower it (else the system's).
+                watches = int(params["watch_limit"]) if params.get("watch_limit") is not None else None
+                # Its watchers go once a snapshot it may be taking is done: never waited for here.
+                threading.Thread(target=self._snapshotter.close, daemon=True).start()
+                self._snapshotter = Snapshotter(Path(str(params["state_dir"])), limit, watches, self._note)
             self._max_turns = max(1, int(params.get("max_turns") or 20))
+        # The host runs in Neovim's folder: in a git work tree, its first snapshot now, off the turn.
+        self._snapshotter.warm(os.getcwd())
 
     def _mark(self, params: dict[str, Any]) -> None:
         """A boundary from the editor: `:GeminiChanges mark`, or a prompt the plugin submitted
@@ -208,6 +218,9 @@ class ChangesFeature:
             return
         span = Turn(0, ", ".join(dict.fromkeys(t.agent for t in turns)), "span", first.before, after, files)
         self._show(span.describe(), None)
+
+    def _note(self, line: str) -> None:
+        self._editor.lua("require('gemini_companion.state').notify(...)", line, "info")
 
     def _show(self, turn: dict[str, Any] | None, why: str | None) -> None:
         self._editor.lua("require('gemini_companion.changes').show(...)", turn, why)

@@ -11,7 +11,12 @@ each kept only when git has hashed the file and found those very bytes (so an un
 no copy); from then on only files whose stat changed are hashed. `.gitignore` is respected; files
 over the size limit are left out (listed as skipped); files inside a submodule or a nested clone are
 the tree's own (see _listed); a snapshot that would copy more than MAX_NEW_FILES / MAX_NEW_BYTES
-is refused. Standard library and the `git` binary only; every call is bounded. Runs off Neovim's loop.
+is refused. After a tree's first snapshot, its watcher (watch.py) names the paths changed since the
+last one, and only those are looked at: files changed or gone go into a copy of the last tree
+without our index (tree_edit.py; our index learns them at the next listing), anything else is listed
+by git with those paths named; nothing changed: the last snapshot again. Whatever the watcher may
+have missed, or a change to what is ignored, lists the whole tree again.
+Standard library, the `git` binary and inotify_simple only; every call is bounded. Runs off Neovim's loop.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ import shutil
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemini_companion import files
-from gemini_companion.changes import git, git_index, user_repo
+from gemini_companion.changes import git, git_index, tree_edit, user_repo
 from gemini_companion.changes.git import SnapshotError
+from gemini_companion.changes.watch import MAX_CHANGED, Watcher
 
 # The bytes on disk are the blob, whatever .gitattributes says ($GIT_DIR/info/attributes has the
 # highest precedence): no filter driver (clean, smudge, process), no CRLF, eol, ident or
@@ -89,6 +96,8 @@ class _Repo:
 class Snapshotter:
     state_dir: Path  # our repositories live here
     max_file_bytes: int = 1 << 20
+    watch_limit: int | None = None  # the user's inotify watch limit if not the system's (tests lower it)
+    on_note: Callable[[str], None] | None = None  # one line for the user (a tree each turn rescans)
     _repos: dict[str, _Repo] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # This Neovim's refs (refs/turns/<ns>/<tree>): a prune takes back only its own, and other
@@ -96,6 +105,15 @@ class Snapshotter:
     _ns: str = field(default_factory=lambda: f"{int(time.time())}-{secrets.token_hex(4)}")
     # Per repository of ours: nested repositories too big to enter ("x/"), left out while we run.
     _left_out: dict[str, set[str]] = field(default_factory=dict)
+    _warmed: set[str] = field(default_factory=set)  # work trees `warm` has started a snapshot of
+    # Per repository of ours: what changed in its work tree (watch.py), the global excludes file's
+    # stat when last listed, and its last snapshot (what a snapshot with nothing changed returns again).
+    _watchers: dict[str, Watcher] = field(default_factory=dict)
+    _excludes: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    _last: dict[str, Snapshot] = field(default_factory=dict)
+    _told: set[str] = field(default_factory=set)  # trees whose watcher's `why` the user was told
+    # Per repository of ours: paths whose change went into a tree (tree_edit.py) but not our index yet.
+    _stale: dict[str, set[str]] = field(default_factory=dict)
 
     def take(self, cwd: str) -> Snapshot:
         """The work tree that holds `cwd` (the folder with the nearest `.git`, else `cwd`
@@ -116,6 +134,24 @@ class Snapshotter:
                     # its own work tree outside git, every file of it followed.
                     repo, tracked, entries = self._repo(real, alone=True), [], None
             return self._write(repo, tracked, entries)
+
+    def warm(self, cwd: str) -> None:
+        """The first snapshot of the git work tree holding `cwd`, on a worker thread (the turn
+        that comes next finds our index made, and waits only for what changed since). Nothing
+        for a folder outside git or a dotfiles tree (a home folder is no project), nor for a tree
+        this Snapshotter has taken already; a failure is the next turn's to tell."""
+        real = os.path.realpath(cwd)
+        work_tree, user, dotfiles = user_repo.find(real)
+        key = f"{work_tree}\0{user[0] if user else ''}"
+        if user is None or dotfiles or key in self._repos or key in self._warmed:
+            return
+        self._warmed.add(key)
+
+        def first() -> None:
+            with contextlib.suppress(SnapshotError, OSError):
+                self.take(real)
+
+        threading.Thread(target=first, name="changes-warm", daemon=True).start()
 
     def changes(self, before: Snapshot, after: Snapshot) -> list[FileChange]:
         """Files created, modified or deleted from one tree to the other, with +/- line counts."""
@@ -163,16 +199,115 @@ class Snapshotter:
                 git.run(repo.git_dir, ["update-ref", "-z", "--stdin"], stdin="".join(f"delete {r}\0\0" for r in gone))
             git.run(repo.git_dir, ["prune", "--expire=1.hour.ago"])
 
+    def close(self) -> None:
+        """Stop watching (this Snapshotter is replaced)."""
+        with self._lock:
+            for watcher in self._watchers.values():
+                watcher.close()
+            self._watchers.clear()
+
     # --- inside ------------------------------------------------------------------------
 
     def _write(self, repo: _Repo, tracked: list[str], entries: str | None) -> Snapshot:
-        if repo.user_exclude is not None:
-            _sync(repo.user_exclude, os.path.join(repo.git_dir, "info", "exclude"))
+        changed = self._changed(repo)  # None: the whole tree is listed
+        if repo.user_exclude is not None and _sync(repo.user_exclude, os.path.join(repo.git_dir, "info", "exclude")):
+            changed = None  # what is ignored changed
+        last = self._last.get(repo.git_dir)
+        try:
+            snap = None
+            if last is not None and changed is not None:
+                snap = self._edited(repo, last, changed) if changed else self._again(repo, last)
+            if snap is None:
+                stale = self._stale.pop(repo.git_dir, set())  # our index learns them now
+                if changed is not None and len(changed | stale) > MAX_CHANGED:
+                    changed = None  # (a full listing finds them all by their stat)
+                try:
+                    snap = self._write_changed(repo, tracked, entries, None if changed is None else changed | stale)
+                except BaseException:
+                    self._stale.setdefault(repo.git_dir, set()).update(stale)
+                    raise
+        except BaseException:
+            if repo.git_dir in self._watchers:  # what changed was not all looked at
+                self._watchers[repo.git_dir].rescan_next()
+            raise
+        self._last[repo.git_dir] = snap
+        return snap
+
+    def _again(self, repo: _Repo, last: Snapshot) -> Snapshot | None:
+        """Nothing changed since the last snapshot: the same, its ref made again (a prune may have
+        taken it); None if its tree was pruned meanwhile."""
+        try:
+            git.run(repo.git_dir, ["update-ref", f"refs/turns/{self._ns}/{last.tree}", last.tree])
+        except SnapshotError:
+            return None
+        return last
+
+    def _edited(self, repo: _Repo, last: Snapshot, changed: set[str]) -> Snapshot | None:
+        """The last snapshot's tree with the `changed` paths as they are now, made without our index
+        (tree_edit.py), where each is a file, or gone; None where git's index has to do it (a
+        folder, a symlink, a file over the limits, in a repository left out)."""
+        left_out = tuple(self._left_out.get(repo.git_dir, ()))
+        if any(path.startswith(left_out) or path.endswith("/" + NESTED_MARK) for path in changed):
+            return None
+        folders = {path.rpartition("/")[0] for path in changed}
+        folders |= {"/".join(f.split("/")[:i]) for f in folders for i in range(f.count("/") + 1)}
+        trees = tree_edit.read(repo.git_dir, last.tree, folders, last.alternates)
+        if trees is None:
+            return None
+        found: dict[str, os.stat_result | None] = {}
+        for path in changed:
+            folder, _, name = path.rpartition("/")
+            had = trees[folder].get(os.fsencode(name))
+            if had is not None and had[0] in (tree_edit.FOLDER, tree_edit.SUBMODULE):
+                return None
+            if self._kind(repo.work_tree, path, {})[0] == "other":
+                return None  # a folder now, behind a symlinked folder, a FIFO, ...
+            try:
+                info = os.lstat(os.path.join(repo.work_tree, path))
+            except (FileNotFoundError, NotADirectoryError):
+                found[path] = None
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_size > self.max_file_bytes:
+                return None
+            found[path] = info
+
+        def known(path: str) -> bool:
+            folder, _, name = path.rpartition("/")
+            return os.fsencode(name) in trees[folder]
+
+        leave = tree_edit.ignored(repo.git_dir, repo.work_tree, [p for p, i in found.items() if i and not known(p)])
+        if _too_much({p: i.st_size for p, i in found.items() if i is not None and p not in leave}):
+            return None
+        entries: dict[str, tuple[bytes, bytes] | None] = {}
+        for path, now in found.items():
+            if path in leave:
+                continue
+            if now is None:
+                entries[path] = None
+                continue
+            data = _copy_bytes(os.path.join(repo.work_tree, path), self.max_file_bytes)
+            if data is None:  # grew past the limit, or is no file now: git's index decides
+                return None
+            mode = b"100755" if now.st_mode & stat.S_IXUSR else b"100644"
+            entries[path] = (mode, tree_edit.write_blob(repo.git_dir, data))
+        tree = tree_edit.write(repo.git_dir, trees, entries)
+        git.run(repo.git_dir, ["update-ref", f"refs/turns/{self._ns}/{tree}", tree])
+        self._stale.setdefault(repo.git_dir, set()).update(changed)
+        skipped = [p for p in last.skipped if not _under(p, changed)]
+        return Snapshot(repo.git_dir, repo.work_tree, tree, tuple(skipped), last.alternates)
+
+    def _write_changed(
+        self, repo: _Repo, tracked: list[str], entries: str | None, changed: set[str] | None
+    ) -> Snapshot:
         if repo.user_index is not None and not os.path.exists(os.path.join(repo.git_dir, "index")):
+            changed = None
             self._seed(repo, entries if entries is not None else self._user_entries(repo, repo.user_index))
+        last = self._last.get(repo.git_dir)
+        if last is None or not changed:  # (nothing changed, and the last tree was pruned: written again)
+            changed = None
         # Only an index started from the user's refers to blobs in the user's store.
         alternates = repo.alternates if os.path.exists(os.path.join(repo.git_dir, "seeded")) else ""
-        paths, entered, left_out = self._listed(repo)
+        paths, entered, left_out = self._listed(repo, changed)
         if tracked:  # a dotfiles tree: what the user tracks now that our index lost or never had
             ours = set(git.run(repo.git_dir, ["ls-files", "-z", "--full-name"], repo.work_tree).split("\0"))
             paths += [path for path in tracked if path not in ours and not path.endswith("/")]
@@ -210,19 +345,61 @@ class Snapshotter:
         # Blobs that are the user's are in its store, which only reads see: no existence check.
         tree = git.run(repo.git_dir, ["write-tree", "--missing-ok"], repo.work_tree).strip()
         git.run(repo.git_dir, ["update-ref", f"refs/turns/{self._ns}/{tree}", tree])
-        return Snapshot(repo.git_dir, repo.work_tree, tree, tuple(skipped + left_out), alternates)
+        if last is not None and changed is not None:
+            # What was skipped and has not changed since still is (it was not listed now).
+            skipped = [p for p in last.skipped if not _under(p, changed)] + skipped
+        return Snapshot(repo.git_dir, repo.work_tree, tree, tuple(dict.fromkeys(skipped + left_out)), alternates)
 
-    def _listed(self, repo: _Repo) -> tuple[list[str], list[str], list[str]]:
-        """Changed, new (not ignored) and deleted files since our index was written: only these
-        are hashed. `-m` lists deleted files too; `-d` alone would miss none of them. A nested
-        repository git lists as "x/" gets a placeholder entry, and the listing is done again, now
-        with its files; the placeholder is listed too, to be taken out (or hashed if it exists).
-        Also the nested repositories entered now, and those left out ("x/" each)."""
+    def _changed(self, repo: _Repo) -> set[str] | None:
+        """The paths changed in the work tree since its last snapshot, as its watcher saw them;
+        None if anything may have (no watcher, a change it may have missed, the global excludes
+        file changed): then the whole tree is listed. A tree that cannot be watched says so once."""
+        if not repo.untracked:
+            return None  # a dotfiles tree: its list is what the user's index names now
+        watcher = self._watchers.get(repo.git_dir)
+        if watcher is None:  # watching before the first listing: nothing falls in between
+            others = sum(w.watching() for w in self._watchers.values())
+            watcher = self._watchers[repo.git_dir] = Watcher(repo.work_tree, self.watch_limit, others)
+        changed = watcher.changed()
+        if watcher.why and repo.git_dir not in self._told:
+            self._told.add(repo.git_dir)
+            if self.on_note:
+                self.on_note(f"changes: each turn rescans {repo.work_tree}: {watcher.why}")
+        path, stamp = self._excludes.get(repo.git_dir) or (self._excludes_file(repo), ())
+        now = _stamp(path)
+        self._excludes[repo.git_dir] = (path, now)
+        return changed if now == stamp else None
+
+    def _excludes_file(self, repo: _Repo) -> str:
+        """The user's global excludes file (core.excludesFile, else git's default)."""
+        with contextlib.suppress(SnapshotError):
+            named = git.run(repo.git_dir, ["config", "--path", "core.excludesFile"]).strip()
+            if named:
+                return named
+        config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        return os.path.join(config, "git", "ignore")
+
+    def _listed(self, repo: _Repo, changed: set[str] | None = None) -> tuple[list[str], list[str], list[str]]:
+        """Changed, new (not ignored) and deleted files since our index was written (of the
+        `changed` paths alone, unless None): only these are hashed. `-m` lists deleted files too;
+        `-d` alone would miss none of them. A nested repository git lists as "x/" gets a
+        placeholder entry, and the listing is done again, now with its files; the placeholder is
+        listed too, to be taken out (or hashed if it exists). Also the nested repositories entered
+        now, and those left out ("x/" each)."""
         args = ["ls-files", "-z", "-m", "-d", "--exclude-standard", "--full-name", *(["-o"] if repo.untracked else [])]
+        named = ["--", *(f":(literal){path}" for path in sorted(changed or ()))]
+        if changed is not None:
+            # Only the named paths: new ones from `ls-files -o`, changed and deleted ones from
+            # diff-files (`ls-files -m -d` would stat every file of the index, named or not;
+            # diff-files without a refresh lists a file whose stat changed, as `-m` does).
+            args = ["ls-files", "-z", "-o", "--exclude-standard", "--full-name", *named]
         left_out = self._left_out.get(repo.git_dir, set())
         entered: list[str] = []
         for _ in range(MAX_NESTED_DEPTH):
             listed = [p for p in git.run(repo.git_dir, args, repo.work_tree).split("\0") if p]
+            if changed is not None:
+                diff = ["diff-files", "--name-only", "-z", "--no-renames", "--no-ext-diff", *named]
+                listed += [p for p in git.run(repo.git_dir, diff, repo.work_tree).split("\0") if p]
             # "x/": an untracked one; "x" a folder with `.git` now: a file of ours became one.
             nested = [p.rstrip("/") + "/" for p in listed if _nested(repo.work_tree, p)]
             nested = [root for root in nested if root not in left_out]
@@ -361,6 +538,21 @@ def _too_much(sizes: dict[str, int]) -> str:
     return ""
 
 
+def _under(path: str, changed: set[str]) -> bool:
+    """Whether `path` ("x/" for a folder) is one of the `changed` paths or inside one."""
+    parts = path.rstrip("/").split("/")
+    return any("/".join(parts[:i]) in changed for i in range(1, len(parts) + 1))
+
+
+def _stamp(path: str) -> tuple[int, ...]:
+    """A file's identity and stat as far as a change to it shows; () if there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ()
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _nested(work_tree: str, path: str) -> bool:
     """Whether git listed `path` as a nested repository ("x/"), or it is one (a folder with `.git`)."""
     if path.endswith("/"):
@@ -385,10 +577,20 @@ def _copy_file(source: str, target: str, max_bytes: int) -> bytes | None:
     return data
 
 
-def _sync(source: str, target: str) -> None:
-    """`target` holds what the regular file `source` holds (or nothing)."""
+def _copy_bytes(path: str, max_bytes: int) -> bytes | None:
+    """A regular file's bytes (never a FIFO, a device or a symlink), if at most `max_bytes`."""
+    try:
+        data, _ = files.read(path, max_bytes + 1, follow=False)
+    except OSError:
+        return None
+    return data if len(data) <= max_bytes else None
+
+
+def _sync(source: str, target: str) -> bool:
+    """`target` holds what the regular file `source` holds (or nothing); whether it changed."""
     text = user_repo.read_small(source) or b""
     with contextlib.suppress(FileNotFoundError):
         if Path(target).read_bytes() == text:
-            return
+            return False
     Path(target).write_bytes(text)
+    return True
