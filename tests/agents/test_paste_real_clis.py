@@ -1,9 +1,12 @@
-"""A user's own 5,000-line paste into the real Gemini CLI and Qwen Code, in a real Neovim TUI
-under tmux (tmux's `paste-buffer -p` is the terminal emulator's bracketed paste), then Enter: the
-model's next request holds every line, once, in order, as one prompt."""
+"""A user's own long paste into the real Gemini CLI and Qwen Code, in a real Neovim TUI under tmux
+(tmux's `paste-buffer -p` is the terminal emulator's bracketed paste), then Enter: the model's
+next request holds every line, once, in order, as one prompt. Qwen takes 5,000 lines; Gemini CLI
+0.61 takes about 8 lines a second into its prompt on this machine (its input redraws as it reads),
+so it gets 300."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -18,7 +21,7 @@ pytestmark = [
     pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
 ]
 
-LINES = [f"pasted line {i:04} of the user's text" for i in range(1, 5001)]
+COUNT = {"gemini": 300, "qwen": 5000}
 
 
 @pytest.fixture(params=["gemini", "qwen"])
@@ -34,13 +37,17 @@ def test_a_long_paste_reaches_the_model_whole(running, sandbox):
     wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
     wait_for(lambda: tui.lua("return vim.api.nvim_get_mode().mode") == "t", E2E_TIMEOUT, "terminal mode")
     clipboard = sandbox.base / "clipboard.txt"
-    clipboard.write_text("\n".join(LINES))
+    lines = [f"pasted line {i:04} of the user's text" for i in range(1, COUNT[cli] + 1)]
+    clipboard.write_text("\n".join(lines))
     tui.tmux("load-buffer", str(clipboard))
     tui.tmux("paste-buffer", "-p")
-    wait_for(lambda: "Pasted" in agent_screen(tui, cli), E2E_TIMEOUT, "the paste in the prompt")
+    # Taken whole: the prompt shows its end, or the CLI's note for a long paste.
+    wait_for(
+        lambda: re.search(re.escape(lines[-1]) + "|Pasted", agent_screen(tui, cli)), E2E_TIMEOUT, "the paste taken"
+    )
     screen = agent_screen(tui, cli)
     tui.keys("Enter")
     sent = wait_for(lambda: turns(cli, model, "pasted line 0001"), E2E_TIMEOUT, "the prompt to reach the model")
     text = "\n".join(sent[-1])
     found = [line for line in text.split("\n") if line.startswith("pasted line ")]
-    assert found == LINES, (len(found), screen[-600:])
+    assert found == lines, (len(found), screen[-600:])

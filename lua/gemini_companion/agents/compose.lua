@@ -54,11 +54,14 @@ function M.complete(findstart, base)
     return start and start - 1 or -3 -- -3: nothing to complete, quietly
   end
   if base:sub(1, 1) == '{' then
-    return vim.tbl_filter(function(word)
-      return vim.startswith(word, base)
-    end, vim.tbl_map(function(name)
-      return '{' .. name .. '}'
-    end, placeholders.names()))
+    return vim.tbl_filter(
+      function(word)
+        return vim.startswith(word, base)
+      end,
+      vim.tbl_map(function(name)
+        return '{' .. name .. '}'
+      end, placeholders.names())
+    )
   end
   return vim.tbl_map(function(path)
     return { word = '@' .. prompt.escape(path), abbr = path }
