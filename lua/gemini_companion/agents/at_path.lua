@@ -28,6 +28,10 @@ local CHUNK = 256 -- names per read: each callback on the main loop stays short
 ---@field finished boolean
 ---@field read {target: string, late: boolean?}? the read it waits for
 
+--- The folders read for the looks of one command, by path: each folder is read once, whole, its
+--- names by their lower case (nil: it could not be read), for every path in it.
+---@alias gemini_companion.AtPathListings table<string, {names: table<string, string[]>?, waiting: fun(names: table<string, string[]>?)[]?}>
+
 --- Reads still waiting after their look gave up (a hung mount), per path or folder read: a look
 --- at or under one answers at once as on the bound. Each such read holds one of libuv's four
 --- threads until it returns, and every later read of Neovim's would queue behind them.
@@ -42,8 +46,9 @@ local stuck = {}
 --- read another file too).
 ---@param path string
 ---@param cli? 'gemini'|'qwen'
+---@param listings gemini_companion.AtPathListings the folders read for the looks of one command
 ---@param done fun(seen: gemini_companion.AtPathSeen?, why: string?)
-function M.look(path, cli, done)
+function M.look(path, cli, listings, done)
   local absolute, seen = prompt.absolute(path), nil
   local look = { finished = false } ---@type gemini_companion.AtPathLook
   local timer = assert(vim.uv.new_timer())
@@ -84,7 +89,7 @@ function M.look(path, cli, done)
     if cli == 'qwen' then
       return finish()
     end
-    M.case_twin(absolute, look, function(twin)
+    M.case_twin(absolute, look, listings, function(twin)
       seen.twin = seen.twin or twin
       finish()
     end)
@@ -142,11 +147,12 @@ end
 --- shortcut that misses the few letters whose cases differ in length, like K and the Kelvin sign),
 --- off the main loop: a chunk of names per callback, `done(twin)` from a fast callback. A folder
 --- that cannot be read holds no twin; one still stuck from an earlier look counts as holding one.
---- It stops reading once `look` is finished.
+--- It stops once `look` is finished (a folder being read goes on for the other looks).
 ---@param absolute string
 ---@param look gemini_companion.AtPathLook
+---@param listings gemini_companion.AtPathListings
 ---@param done fun(twin: boolean)
-function M.case_twin(absolute, look, done)
+function M.case_twin(absolute, look, listings, done)
   local parts = vim.split(absolute, '/', { trimempty = true })
   local function step(i, dir)
     if i > #parts or look.finished then
@@ -154,7 +160,7 @@ function M.case_twin(absolute, look, done)
     elseif H.stuck(dir) then
       return done(true)
     end
-    H.sibling(dir, parts[i], look, function(found)
+    H.sibling(dir, parts[i], look, listings, function(found)
       if found then
         return done(true)
       end
@@ -183,30 +189,60 @@ end
 ---@param dir string
 ---@param part string
 ---@param look gemini_companion.AtPathLook
+---@param listings gemini_companion.AtPathListings
 ---@param done fun(found: boolean)
-function H.sibling(dir, part, look, done)
-  local lower = vim.fn.tolower(part)
+function H.sibling(dir, part, look, listings, done)
+  H.listed(dir, look, listings, function(names)
+    for _, name in ipairs(names and names[vim.fn.tolower(part)] or {}) do
+      if #name == #part and name ~= part then
+        return done(true)
+      end
+    end
+    done(false)
+  end)
+end
+
+--- The names in folder `dir` by their lower case to `done` (nil: it cannot be read), read once
+--- for all the looks sharing `listings`: the first one reads it, a chunk per callback.
+---@param dir string
+---@param look gemini_companion.AtPathLook
+---@param listings gemini_companion.AtPathListings
+---@param done fun(names: table<string, string[]>?)
+function H.listed(dir, look, listings, done)
+  local listing = listings[dir]
+  if listing and listing.waiting then
+    return table.insert(listing.waiting, done)
+  elseif listing then
+    return done(listing.names)
+  end
+  listing = { waiting = { done } }
+  listings[dir] = listing
+  local names = {} ---@type table<string, string[]>
+  local function settle(result)
+    local waiting = listing.waiting or {}
+    listing.names, listing.waiting = result, nil
+    for _, fn in ipairs(waiting) do
+      fn(result)
+    end
+  end
   local answered = H.reading(look, dir)
   vim.uv.fs_opendir(dir, function(_, handle)
     answered()
     if not handle then
-      return done(false)
+      return settle(nil)
     end
     local function read()
       answered = H.reading(look, dir)
       vim.uv.fs_readdir(handle, function(_, entries)
         answered()
-        local found = false
         for _, entry in ipairs(entries or {}) do
-          local name = entry.name
-          if #name == #part and name ~= part and vim.fn.tolower(name) == lower then
-            found = true
-            break
-          end
+          local lower = vim.fn.tolower(entry.name)
+          names[lower] = names[lower] or {}
+          table.insert(names[lower], entry.name)
         end
-        if found or not entries or look.finished then
+        if not entries then
           vim.uv.fs_closedir(handle, function() end)
-          return done(found)
+          return settle(names)
         end
         read()
       end)

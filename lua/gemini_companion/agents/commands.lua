@@ -56,8 +56,9 @@ function M.add(opts)
   local agent, agent_spec = agents.get(agents.resolve(name)), config.options.agents[agents.resolve(name)]
   local cli = agent and agent.cli or (agent_spec and require('gemini_companion.agents.cli_package').of(agent_spec.cmd))
   local send, looked, left = agents.send_later(), {}, #paths
+  local listings = {} -- each folder read once for all the paths (a tree's 1,000 nodes in one folder)
   for i, path in ipairs(paths) do
-    at_path.look(path, cli, function(seen, why)
+    at_path.look(path, cli, listings, function(seen, why)
       looked[i], left = { seen = seen, why = why }, left - 1
       if left == 0 then
         local ok, err = pcall(H.add_looked, paths, looked, cli, name, send)

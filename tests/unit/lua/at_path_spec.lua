@@ -12,7 +12,7 @@ local cwd = vim.fn.getcwd()
 --- The form of an existing path, after at_path.look has read its folders (off the main loop).
 local function looked_form(path, cli)
   local seen, why, done = nil, nil, false
-  at_path.look(path, cli, function(s, w)
+  at_path.look(path, cli, {}, function(s, w)
     seen, why, done = s, w, true
   end)
   assert(
