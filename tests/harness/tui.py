@@ -200,7 +200,9 @@ class Tui:
             self.nvim.close()
         except Exception:  # noqa: BLE001 - Neovim may be gone already
             pass
-        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=TIMEOUT)
+        # The panes' processes too: a Neovim left writing into a dead agent's terminal (a long paste
+        # the CLI never read) does not notice its UI is gone, and spins.
+        kill_tmux(["tmux", "-S", str(self.socket)], self.env)
 
 
 def terminal_env(sandbox: Sandbox, model_url: str) -> dict[str, str]:
