@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.tui_helpers import agent_screen, one_agent, turns
+from agents.tui_helpers import agent_screen, answering_seen, open_agent, turns
 from conftest import Sandbox, wait_for
-from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
+from harness.fake_model import FakeModel
+from harness.tui import E2E_TIMEOUT, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
@@ -26,15 +26,13 @@ COUNT = {"gemini": 300, "qwen": 5000}
 
 @pytest.fixture(params=["gemini", "qwen"])
 def running(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[tuple[str, Tui, FakeModel]]:
-    model = FakeModel([Turn(text="Seen.")])
-    with one_agent(sandbox, model, request.param) as tui:
-        yield request.param, tui, model
+    with answering_seen(sandbox, request.param) as running:
+        yield running
 
 
 def test_a_long_paste_reaches_the_model_whole(running, sandbox):
     cli, tui, model = running
-    tui.ex("Gemini")
-    wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
+    open_agent(tui, cli)
     wait_for(lambda: tui.lua("return vim.api.nvim_get_mode().mode") == "t", E2E_TIMEOUT, "terminal mode")
     clipboard = sandbox.base / "clipboard.txt"
     lines = [f"pasted line {i:04} of the user's text" for i in range(1, COUNT[cli] + 1)]

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.tui_helpers import agent_screen, one_agent, turns
+from agents.tui_helpers import answering_seen, open_agent, turns
 from conftest import Sandbox, wait_for
-from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
+from harness.fake_model import FakeModel
+from harness.tui import E2E_TIMEOUT, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
@@ -32,18 +32,17 @@ def running(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[tuple[
     (sandbox.home / ".ssh").mkdir()
     (sandbox.home / ".ssh" / "id_rsa").write_text(f"{SECRET} key\n")
     (sandbox.project / "app.py").write_text("import os\nx = 1\n")
-    model = FakeModel([Turn(text="Seen.")])
-    with one_agent(sandbox, model, request.param) as tui:
-        yield request.param, tui, model
+    with answering_seen(sandbox, request.param) as running:
+        yield running
 
 
 def test_diagnostics_and_position_reach_the_model_as_text(running, sandbox):
     cli, tui, model = running
-    tui.ex("Gemini")
-    wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
+    open_agent(tui, cli)
     tui.ex("wincmd p")
     wait_for(lambda: tui.lua("return vim.bo.buftype") == "", E2E_TIMEOUT, "the editor's window")
-    tui.ex("edit app.py")
+    tui.ex("edit app.py")  # typed: the RPC calls below may come before Neovim has read the keys
+    wait_for(lambda: tui.lua("return vim.api.nvim_buf_line_count(0)") == 2, E2E_TIMEOUT, "app.py in the window")
     tui.lua(
         "vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 1, col = 0, message = ... } })"
         " vim.api.nvim_win_set_cursor(0, { 2, 4 })",

@@ -8,14 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import Sandbox
+from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
-from harness.tui import (
-    GEMINI_BIN,
-    NODE22,
-    QWEN_CLI,
-    Tui,
-)
+from harness.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui
 
 COMMANDS = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}
 
@@ -81,3 +76,17 @@ def turns(cli: str, model: FakeModel, marker: str) -> list[list[str]]:
             if any(marker in text for text in texts):
                 found.append(texts)
     return found
+
+
+@contextmanager
+def answering_seen(sandbox: Sandbox, cli: str) -> Iterator[tuple[str, Tui, FakeModel]]:
+    """`one_agent` for `cli`, the scripted model answering one turn "Seen."."""
+    model = FakeModel([Turn(text="Seen.")])
+    with one_agent(sandbox, model, cli) as tui:
+        yield cli, tui, model
+
+
+def open_agent(tui: Tui, cli: str) -> None:
+    """`:Gemini`, then wait for the CLI's prompt on screen."""
+    tui.ex("Gemini")
+    wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.tui_helpers import agent_screen, one_agent
+from agents.tui_helpers import agent_screen, answering_seen, open_agent
 from conftest import Sandbox, wait_for
-from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
+from harness.fake_model import FakeModel
+from harness.tui import E2E_TIMEOUT, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
@@ -38,9 +38,8 @@ ASKED = "which files?"
 
 @pytest.fixture(params=["gemini", "qwen"])
 def running(request: pytest.FixtureRequest, sandbox: Sandbox) -> Iterator[tuple[str, Tui, FakeModel]]:
-    model = FakeModel([Turn(text="Seen.")])
-    with one_agent(sandbox, model, request.param) as tui:
-        yield request.param, tui, model
+    with answering_seen(sandbox, request.param) as running:
+        yield running
 
 
 def test_a_range_of_tree_nodes_reaches_the_model_as_those_files(running, sandbox):
@@ -52,8 +51,7 @@ def test_a_range_of_tree_nodes_reaches_the_model_as_those_files(running, sandbox
         path.write_text(f"{marker}\n")
     tui.lua("vim.opt.rtp:prepend(...) require('nvim-tree').setup({}) require('nvim-tree.api').tree.open()", TREE)
     wait_for(lambda: tui.lua("return vim.api.nvim_buf_line_count(0)") == 1 + len(files), E2E_TIMEOUT, "the tree")
-    tui.ex("Gemini")
-    wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
+    open_agent(tui, cli)
     tui.ex("wincmd p")
     wait_for(lambda: tui.lua("return vim.bo.filetype") == "NvimTree", E2E_TIMEOUT, "back in the tree")
     tui.lua("vim.api.nvim_win_set_cursor(0, { 2, 0 })")  # the first node under the project's line
