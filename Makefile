@@ -9,7 +9,7 @@ NVIM = $(shell cat $(VENV)/nvim-path)
 .PHONY: install dev node demo test test-unit lint format bench bench-scale bench-peers soak clean tools lint-tools
 
 # The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
-# from PyPI (pynvim, h11, psutil and what they need) and doc/tags. Nothing else is downloaded.
+# from PyPI (pynvim, h11, psutil, inotify_simple and what they need) and doc/tags. Nothing else is downloaded.
 install: $(VENV)/.runtime $(VENV)/.bytecode doc/tags
 
 doc/tags: doc/*.txt scripts/helptags.py
