@@ -165,6 +165,22 @@ def test_a_file_written_again_the_moment_after_it_was_opened_is_followed(editor_
     assert ed.lua("return vim.bo.modified") is False and ed.lua(ASKED) == 0
 
 
+def test_a_file_too_large_to_follow_opened_as_it_was_written_gets_no_line(editor_factory, sandbox: Sandbox):
+    """A file over `changes.max_file_kb`, opened the moment after it was written: the look that
+    confirms the buffer holds it cannot read it, and says nothing (it did not change)."""
+    big = sandbox.project / "big.txt"
+    big.write_bytes(b"y" * (1100 * 1024))
+    witness = sandbox.project / "witness.txt"
+    witness.write_text("old\n")
+    ed = editor_factory(NO_HOOKS, [str(big)])
+    ed.wait_state("running")
+    ed.nvim.command(f"split {witness}")
+    wait_for(lambda: ed.lua("return require('gemini_companion.follow').watched()") == 1, 10, "the folder watched")
+    witness.write_text("new\n")  # read after the big file's look: when it is shown, that look is over
+    wait_for(lambda: lines(ed, ed.lua("return vim.fn.bufnr(...)", str(witness))) == "new", 10, "the witness")
+    assert "larger than" not in ed.messages() and "big.txt" not in ed.messages()
+
+
 def test_a_link_and_its_target_are_both_followed(editor_factory, sandbox: Sandbox):
     """The buffer's name is a link to a file in another folder: a change of the target is
     followed, and so is the link itself replaced by a file of its own (the watch alone, no sweep)."""

@@ -37,6 +37,7 @@ local RECENT_S = 2
 ---@field shown integer? when it was last reloaded (uv.now, ms)
 ---@field again boolean? another change came during that read
 ---@field state nil|'conflict'|'deleted'
+---@field unconfirmed boolean? the file changed about when Neovim read it: the next read compares
 ---@field matched? gemini_companion.follow.Matched the bytes the buffer last held, while it holds them
 
 ---@class gemini_companion.follow.Result
@@ -209,7 +210,7 @@ function in_step(buf, entry, next_step)
   vim.uv.fs_stat(entry.name, function(_, stat)
     entry.sig = signature(stat)
     if stat and stat.mtime.sec >= read_at - RECENT_S then
-      entry.sig = 'unconfirmed'
+      entry.unconfirmed = true
       pending[buf] = true
       M.settle_soon()
     end
@@ -414,7 +415,9 @@ function apply(result, done)
     return done()
   end
   local stale = entry.state == 'deleted' or (entry.state == 'conflict' and not vim.bo[buf].modified)
-  if result.sig == entry.sig and not stale then
+  local unconfirmed = entry.unconfirmed and result.text ~= nil -- (a file it cannot read: as before)
+  entry.unconfirmed = nil
+  if result.sig == entry.sig and not stale and not unconfirmed then
     return done() -- as it was when the buffer last matched it (a write of ours, an event for nothing)
   end
   local why = result.why or ''
