@@ -51,3 +51,15 @@ def test_one_listing_reads_a_bounded_number_of_bytes(tmp_path: Path, monkeypatch
         os.utime(path, (1000 + i, 1000 + i))
     listed = sessions_list.list_gemini(str(tmp_path), 100)
     assert [s["prompt"] for s in listed] == ["prompt 4", "prompt 3"]
+
+
+def test_a_sessions_id_is_listed_as_the_cli_wrote_it(tmp_path: Path):
+    """The id goes back to the CLI's --resume: one in upper case (or mixed) is not lowercased."""
+    sid = "ABCDEF12-" + str(uuid.uuid4())[9:].upper()
+    lines = [
+        {"sessionId": sid, "projectHash": "x", "startTime": "2026-11-25T22:07:02.608Z", "kind": "main"},
+        {"id": "u", "type": "user", "content": [{"text": "the user's prompt"}]},
+    ]
+    path = tmp_path / f"session-2026-11-25T22-07-{sid[:8].lower()}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert [s["id"] for s in sessions_list.list_gemini(str(tmp_path), 100)] == [sid]
