@@ -6,6 +6,7 @@
 local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
 local disk = require('gemini_companion.review.disk')
 local slices = require('gemini_companion.follow.slices')
+local stamp = require('gemini_companion.follow.stamp')
 
 local M = {}
 
@@ -265,13 +266,13 @@ function patch(buf, text, plan, done)
 end
 
 --- Bring Neovim's record of the file (time, size, mode, and the time `:w` checks) up to date.
---- Only its own reading sets them all: when the record is stale, the file (identical to the
---- buffer by now) is read, and that reading's undo step, which changed nothing, taken off again
---- in the next slice of the loop (each is a pass over the whole text; nothing can land between:
---- 'nomodifiable'). A file that changed once more meanwhile stays read, as Neovim's own reload:
---- with `sig`, the file's stat signature when `text` was read, that is a stat (the buffer's bytes
---- built and compared held the main loop 15 ms at 1.3 MB). `done` hears whether the buffer holds
---- `text` after it.
+--- With `sig`, the file's stat signature when `text` was read: a stat (follow/stamp.lua). Else,
+--- or where that cannot be done, Neovim's own reading: when the record is stale, the file
+--- (identical to the buffer by now) is read, and that reading's undo step, which changed nothing,
+--- taken off again in the next slice of the loop (each is a pass over the whole text; nothing can
+--- land between: 'nomodifiable'). A file that changed once more meanwhile stays read, as Neovim's
+--- own reload: with `sig` that is a stat (the buffer's bytes built and compared held the main
+--- loop 15 ms at 1.3 MB). `done` hears whether the buffer holds `text` after it.
 ---@param buf integer
 ---@param text string?
 ---@param sig? string
@@ -285,6 +286,10 @@ function resync(buf, text, sig, done)
     return done(false)
   elseif vim.bo[buf].modified or not regular(buf) then
     return done(true) -- (never: a modified buffer's check would ask W12)
+  end
+  local stamped = sig and stamp.stamp(buf, sig)
+  if stamped ~= nil then
+    return done(stamped)
   end
   -- 'autoread' reads an unmodified buffer at once; without autocommands: nothing else needs to
   -- hear of a reading that changes nothing (it costs a .txt file 3 ms of filetype detection).
