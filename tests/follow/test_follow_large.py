@@ -246,3 +246,27 @@ def test_events_ignored_never_let_the_record_write_the_file(editor_factory, sand
     ed.lua("vim.o.eventignore = ''")
     assert path.stat().st_mtime_ns == written and path.read_bytes() == b"zero\none\ntwo\n"
     assert ed.lua(ASKED) == 0
+
+
+def test_a_large_buffers_undo_file_is_written_when_it_is_let_go(editor_factory, sandbox: Sandbox):
+    """'undofile', 5 MB: the undo file is not written at each change the buffer follows (that
+    hashes the whole text on the main loop), but when the buffer is let go (`:bd`), holding the
+    file still; opened again, `u` takes the agent's change back."""
+    line = "x" * 49 + "\n"
+    old = ("first\n" + line * 100_000).encode()
+    new = ("second\n" + line * 100_000).encode()
+    ed, buf = opened(editor_factory, sandbox, "undo.txt", old)
+    undodir = sandbox.base / "undo"
+    undodir.mkdir()
+    ed.lua("vim.o.undodir = ... vim.o.undofile = true", str(undodir))
+    path = sandbox.project / "undo.txt"
+    path.write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    assert list(undodir.iterdir()) == []
+    ed.nvim.command("bdelete")
+    assert len(list(undodir.iterdir())) == 1
+    ed.nvim.command(f"edit {path}")
+    buf = ed.lua("return vim.api.nvim_get_current_buf()")
+    assert ed.lua(HOLDS, buf, new)
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, old)

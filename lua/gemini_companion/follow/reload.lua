@@ -7,6 +7,7 @@ local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
 local disk = require('gemini_companion.review.disk')
 local slices = require('gemini_companion.follow.slices')
 local stamp = require('gemini_companion.follow.stamp')
+local undofile = require('gemini_companion.follow.undofile')
 
 local M = {}
 
@@ -197,9 +198,7 @@ function begin(buf)
     bo.modified = false -- last: 'eol' set after it would make the buffer differ from the file
     local ok, err = pcall(resync, buf, text, sig, function(holds)
       if vim.api.nvim_buf_is_loaded(buf) and bo.undofile then -- the history kept for the file as it is now
-        vim.api.nvim_buf_call(buf, function()
-          vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
-        end)
+        undofile.follow(buf)
       end
       if done then
         done(holds)
