@@ -72,6 +72,12 @@ local said = vim.api.nvim_buf_call(buf, function()
 end)
 return { said, vim.fn.getchar(0) == vim.fn.char2nr('n') }
 """
+# The user's autocommands around a write (a format on save, say): how many ran.
+ON_WRITE = """
+vim.api.nvim_create_autocmd({ 'BufWritePre', 'BufWritePost', 'FileWritePre' }, { callback = function()
+  _G.on_write = (_G.on_write or 0) + 1
+end })
+"""
 UNDO_STEPS = "return vim.api.nvim_buf_call(..., function() return #vim.fn.undotree().entries end)"
 # A BufWriteCmd of the user's (or a plugin's) for the file's kind: it writes elsewhere.
 FOREIGN_WRITE = """
@@ -196,11 +202,13 @@ def test_a_5_mb_file_followed_is_not_read_again_and_writes_without_asking(editor
     old = ("first\n" + line * 100_000).encode()
     new = ("second\n" + line * 100_000).encode()
     ed, buf = opened(editor_factory, sandbox, "five.txt", old)
+    ed.lua(ON_WRITE)
     path = sandbox.project / "five.txt"
     tmp = sandbox.project / "five.txt.tmp"
     tmp.write_bytes(new)
     tmp.replace(path)
     wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    assert ed.lua("return _G.on_write") is None  # (a format on save, say)
     assert ed.lua(UNDO_STEPS, buf) == 1
     assert ed.lua("return vim.bo.modified") is False
     assert ed.lua(ASKED) == 0
