@@ -13,6 +13,9 @@
   ms: whether the buffer holds the new bytes, the diff, and the changed lines are worked out off
   the main loop or a slice at a time; Neovim's record of the file, what keeps `:w` and
   `:checktime` from asking, brought up to date with a stat, not a reading of the whole file).
+  Missed at 20 MB: the file's bytes become one Lua string on the main loop as its read ends (a
+  fresh allocation: about 1 ms per MB here); only a reload that never holds the whole text in
+  Neovim's Lua would avoid it.
 - Beside each worst stall, the most CPU time Neovim's main thread spent between two ticks of the
   probe (its /proc schedstat): the stall without the waits for a core that a loaded machine adds.
 """
