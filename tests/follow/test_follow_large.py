@@ -278,3 +278,17 @@ def test_a_large_buffers_undo_file_is_written_when_it_is_let_go(editor_factory, 
     assert ed.lua(HOLDS, buf, new)
     ed.nvim.command("undo")
     assert ed.lua(HOLDS, buf, old)
+
+
+def test_a_one_line_file_is_followed_without_being_read_again(editor_factory, sandbox: Sandbox):
+    """A minified file, 1 MB on one line (its change worked out on the main loop, not in the
+    thread): Neovim's record of it is brought up to date with a stat too, no reading (which
+    leaves an empty step in the undo history); nothing asks, `u` takes the change back."""
+    old, new = b'{"a": "' + b"x" * 1_000_000 + b'"}\n', b'{"b": "' + b"y" * 1_000_000 + b'"}\n'
+    ed, buf = opened(editor_factory, sandbox, "min.json", old)
+    (sandbox.project / "min.json").write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 30, "the buffer to follow the file")
+    assert ed.lua(UNDO_STEPS, buf) == 1
+    assert ed.lua(ASKED) == 0 and ed.lua("return vim.bo.modified") is False
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, old)

@@ -35,7 +35,8 @@ end
 ---@param text string
 ---@param plan? gemini_companion.follow.Plan
 ---@param done? fun(shown: boolean, err: string?, holds: boolean?)
-function M.apply(buf, text, plan, done)
+---@param sig? string without a plan: the file's stat signature when `text` was read (a plan has its own)
+function M.apply(buf, text, plan, done, sig)
   done = done or function() end
   if plan then
     return patch(buf, text, plan, done)
@@ -63,7 +64,7 @@ function M.apply(buf, text, plan, done)
     change.finish()
     error(err, 0)
   end
-  change.finish(text, eol, nil, function(holds)
+  change.finish(text, eol, sig, function(holds)
     done(true, nil, holds)
   end)
 end
