@@ -292,3 +292,25 @@ def test_a_one_line_file_is_followed_without_being_read_again(editor_factory, sa
     assert ed.lua(ASKED) == 0 and ed.lua("return vim.bo.modified") is False
     ed.nvim.command("undo")
     assert ed.lua(HOLDS, buf, old)
+
+
+def test_a_large_buffers_undo_file_is_written_when_neovim_leaves(editor_factory, sandbox: Sandbox):
+    """'undofile', 5 MB followed, then Neovim quits with the buffer loaded: the undo file is
+    written as it leaves, and a new Neovim opening the file can take the agent's change back."""
+    line = "x" * 49 + "\n"
+    old = ("first\n" + line * 100_000).encode()
+    new = ("second\n" + line * 100_000).encode()
+    ed, buf = opened(editor_factory, sandbox, "leave.txt", old)
+    undodir = sandbox.base / "undo"
+    undodir.mkdir()
+    ed.lua("vim.o.undodir = ... vim.o.undofile = true", str(undodir))
+    path = sandbox.project / "leave.txt"
+    path.write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    assert list(undodir.iterdir()) == []
+    ed.close()
+    wait_for(lambda: len(list(undodir.iterdir())) == 1, 10, "the undo file written as Neovim left")
+    again = editor_factory(LARGE, [str(path)])
+    again.lua("vim.o.undodir = ... vim.o.undofile = true vim.cmd('edit!')", str(undodir))
+    again.nvim.command("undo")
+    assert again.lua(HOLDS, again.lua("return vim.api.nvim_get_current_buf()"), old)
