@@ -8,6 +8,8 @@ reload is followed exactly afterwards."""
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import Editor, Sandbox, wait_for
 
 LARGE = {"changes": {"enabled": False, "max_file_kb": 8192}}
@@ -241,17 +243,19 @@ def test_a_write_command_of_the_users_never_runs_for_the_record(editor_factory, 
     assert ed.lua("return vim.bo.modified") is False
 
 
-def test_events_ignored_never_let_the_record_write_the_file(editor_factory, sandbox: Sandbox):
-    """'eventignore' holds BufWriteCmd while the buffer follows its file (a plugin's doing): a
-    `:write` would write the file itself, so Neovim reads it instead. The file keeps the agent's
-    bytes and its time (never written by us), and nothing asks."""
+@pytest.mark.parametrize("option", ["eventignore", "eventignorewin"])
+def test_events_ignored_never_let_the_record_write_the_file(editor_factory, sandbox: Sandbox, option: str):
+    """'eventignore' (or the window's 'eventignorewin') holds BufWriteCmd while the buffer
+    follows its file (a plugin's doing): a `:write` would write the file itself, so Neovim reads
+    it instead. The file keeps the agent's bytes and its time (never written by us), and nothing
+    asks."""
     ed, buf = opened(editor_factory, sandbox, "ignored.txt", b"one\ntwo\n")
-    ed.lua("vim.o.eventignore = 'BufWriteCmd'")
+    ed.lua(f"vim.o.{option} = 'BufWriteCmd'")
     path = sandbox.project / "ignored.txt"
     path.write_bytes(b"zero\none\ntwo\n")
     written = path.stat().st_mtime_ns
     wait_for(lambda: ed.lua(HOLDS, buf, b"zero\none\ntwo\n"), 30, "the buffer to follow the file")
-    ed.lua("vim.o.eventignore = ''")
+    ed.lua(f"vim.o.{option} = ''")
     assert path.stat().st_mtime_ns == written and path.read_bytes() == b"zero\none\ntwo\n"
     assert ed.lua(ASKED) == 0
 
