@@ -8,6 +8,8 @@ reload is followed exactly afterwards."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import Editor, Sandbox, wait_for
@@ -260,21 +262,28 @@ def test_events_ignored_never_let_the_record_write_the_file(editor_factory, sand
     assert ed.lua(ASKED) == 0
 
 
+def followed_with_undofile(editor_factory, sandbox: Sandbox, name: str) -> tuple[Editor, Path, Path, bytes, bytes]:
+    """A 5 MB file open with 'undofile', changed on disk and followed: its undo file not written
+    yet. The editor, the file, the undo folder, the old and the new bytes."""
+    line = "x" * 49 + "\n"
+    old = ("first\n" + line * 100_000).encode()
+    new = ("second\n" + line * 100_000).encode()
+    ed, buf = opened(editor_factory, sandbox, name, old)
+    undodir = sandbox.base / "undo"
+    undodir.mkdir()
+    ed.lua("vim.o.undodir = ... vim.o.undofile = true", str(undodir))
+    path = sandbox.project / name
+    path.write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    assert list(undodir.iterdir()) == []
+    return ed, path, undodir, old, new
+
+
 def test_a_large_buffers_undo_file_is_written_when_it_is_let_go(editor_factory, sandbox: Sandbox):
     """'undofile', 5 MB: the undo file is not written at each change the buffer follows (that
     hashes the whole text on the main loop), but when the buffer is let go (`:bd`), holding the
     file still; opened again, `u` takes the agent's change back."""
-    line = "x" * 49 + "\n"
-    old = ("first\n" + line * 100_000).encode()
-    new = ("second\n" + line * 100_000).encode()
-    ed, buf = opened(editor_factory, sandbox, "undo.txt", old)
-    undodir = sandbox.base / "undo"
-    undodir.mkdir()
-    ed.lua("vim.o.undodir = ... vim.o.undofile = true", str(undodir))
-    path = sandbox.project / "undo.txt"
-    path.write_bytes(new)
-    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
-    assert list(undodir.iterdir()) == []
+    ed, path, undodir, old, new = followed_with_undofile(editor_factory, sandbox, "undo.txt")
     ed.nvim.command("bdelete")
     assert len(list(undodir.iterdir())) == 1
     ed.nvim.command(f"edit {path}")
@@ -301,17 +310,7 @@ def test_a_one_line_file_is_followed_without_being_read_again(editor_factory, sa
 def test_a_large_buffers_undo_file_is_written_when_neovim_leaves(editor_factory, sandbox: Sandbox):
     """'undofile', 5 MB followed, then Neovim quits with the buffer loaded: the undo file is
     written as it leaves, and a new Neovim opening the file can take the agent's change back."""
-    line = "x" * 49 + "\n"
-    old = ("first\n" + line * 100_000).encode()
-    new = ("second\n" + line * 100_000).encode()
-    ed, buf = opened(editor_factory, sandbox, "leave.txt", old)
-    undodir = sandbox.base / "undo"
-    undodir.mkdir()
-    ed.lua("vim.o.undodir = ... vim.o.undofile = true", str(undodir))
-    path = sandbox.project / "leave.txt"
-    path.write_bytes(new)
-    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
-    assert list(undodir.iterdir()) == []
+    ed, path, undodir, old, _ = followed_with_undofile(editor_factory, sandbox, "leave.txt")
     ed.close()
     wait_for(lambda: len(list(undodir.iterdir())) == 1, 10, "the undo file written as Neovim left")
     again = editor_factory(LARGE, [str(path)])
