@@ -8,6 +8,10 @@ reload is followed exactly afterwards."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from conftest import Editor, Sandbox, wait_for
 
 LARGE = {"changes": {"enabled": False, "max_file_kb": 8192}}
@@ -59,6 +63,32 @@ delta.judge = function(buf, ...)
     vim.api.nvim_buf_set_lines(buf, 0, 1, true, { 'MINE' })
   end
 end
+"""
+
+
+# `:w` of the buffer, its question (should it ask "changed since reading it") answered 'n'
+# ahead: what it said, and whether the answer was left unread (nothing asked).
+WRITE_ASKED = """
+local buf = ...
+vim.api.nvim_feedkeys('n', 'n', false)
+local said = vim.api.nvim_buf_call(buf, function()
+  return vim.api.nvim_exec2('write', { output = true }).output
+end)
+return { said, vim.fn.getchar(0) == vim.fn.char2nr('n') }
+"""
+# The user's autocommands around a write (a format on save, say): how many ran.
+ON_WRITE = """
+vim.api.nvim_create_autocmd({ 'BufWritePre', 'BufWritePost', 'FileWritePre' }, { callback = function()
+  _G.on_write = (_G.on_write or 0) + 1
+end })
+"""
+UNDO_STEPS = "return vim.api.nvim_buf_call(..., function() return #vim.fn.undotree().entries end)"
+# A BufWriteCmd of the user's (or a plugin's) for the file's kind: it writes elsewhere.
+FOREIGN_WRITE = """
+vim.api.nvim_create_autocmd('BufWriteCmd', { pattern = '*.txt', callback = function(ev)
+  _G.foreign = (_G.foreign or 0) + 1
+  vim.bo[ev.buf].modified = false
+end })
 """
 
 
@@ -163,3 +193,127 @@ def test_a_file_written_again_during_the_reload_is_followed_exactly(editor_facto
     path.write_bytes(data["c"])
     wait_for(lambda: ed.lua(HOLDS, buf, data["c"]), 30, "the buffer to follow the next change")
     assert ed.lua("return vim.bo.modified") is False and ed.lua(STATE, buf) is None
+
+
+def test_a_5_mb_file_followed_is_not_read_again_and_writes_without_asking(editor_factory, sandbox: Sandbox):
+    """5 MB, a line inserted at the top (a new file renamed into place, as `sed -i` does): the
+    buffer follows it, and Neovim's record of the file is brought up to date without reading
+    the file again (a reading would leave an empty step in the undo history, and holds the
+    main loop 13 ms per MB: `make bench`). Then nothing asks: `:checktime`, `:w` unmodified (the
+    file's bytes written), an edit of the user's made at once and `:w` (the user's bytes
+    written); `u` takes the user's edit back, then the agent's change."""
+    line = "x" * 49 + "\n"
+    old = ("first\n" + line * 100_000).encode()
+    new = ("second\n" + line * 100_000).encode()
+    ed, buf = opened(editor_factory, sandbox, "five.txt", old)
+    ed.lua(ON_WRITE)
+    path = sandbox.project / "five.txt"
+    tmp = sandbox.project / "five.txt.tmp"
+    tmp.write_bytes(new)
+    tmp.replace(path)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    assert ed.lua("return _G.on_write") is None  # (a format on save, say)
+    assert ed.lua(UNDO_STEPS, buf) == 1
+    assert ed.lua("return vim.bo.modified") is False
+    assert ed.lua(ASKED) == 0
+    said, unasked = ed.lua(WRITE_ASKED, buf)
+    assert "WARNING" not in said and unasked, said
+    assert path.read_bytes() == new
+    ed.lua("vim.api.nvim_buf_set_lines(..., 1, 2, true, { 'MINE' })", buf)
+    assert ed.lua(ASKED) == 0
+    said, unasked = ed.lua(WRITE_ASKED, buf)
+    assert "WARNING" not in said and unasked, said
+    mine = new.replace(line.encode(), b"MINE\n", 1)
+    assert path.read_bytes() == mine and ed.lua(HOLDS, buf, mine)
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, new)
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, old) and ed.lua("return vim.bo.modified") is True
+
+
+def test_a_write_command_of_the_users_never_runs_for_the_record(editor_factory, sandbox: Sandbox):
+    """The user (or a plugin) has a BufWriteCmd for `*.txt`: the record of the file is not
+    brought up to date with a `:write` (it would run theirs), but by Neovim's own reading, as
+    before: their command never runs, and nothing asks."""
+    ed, buf = opened(editor_factory, sandbox, "theirs.txt", b"one\ntwo\n")
+    ed.lua(FOREIGN_WRITE)
+    path = sandbox.project / "theirs.txt"
+    path.write_bytes(b"zero\none\ntwo\n")
+    wait_for(lambda: ed.lua(HOLDS, buf, b"zero\none\ntwo\n"), 30, "the buffer to follow the file")
+    assert ed.lua("return _G.foreign") is None
+    assert ed.lua(ASKED) == 0
+    assert ed.lua("return vim.bo.modified") is False
+
+
+@pytest.mark.parametrize("option", ["eventignore", "eventignorewin"])
+def test_events_ignored_never_let_the_record_write_the_file(editor_factory, sandbox: Sandbox, option: str):
+    """'eventignore' (or the window's 'eventignorewin') holds BufWriteCmd while the buffer
+    follows its file (a plugin's doing): a `:write` would write the file itself, so Neovim reads
+    it instead. The file keeps the agent's bytes and its time (never written by us), and nothing
+    asks."""
+    ed, buf = opened(editor_factory, sandbox, "ignored.txt", b"one\ntwo\n")
+    ed.lua(f"vim.o.{option} = 'BufWriteCmd'")
+    path = sandbox.project / "ignored.txt"
+    path.write_bytes(b"zero\none\ntwo\n")
+    written = path.stat().st_mtime_ns
+    wait_for(lambda: ed.lua(HOLDS, buf, b"zero\none\ntwo\n"), 30, "the buffer to follow the file")
+    ed.lua(f"vim.o.{option} = ''")
+    assert path.stat().st_mtime_ns == written and path.read_bytes() == b"zero\none\ntwo\n"
+    assert ed.lua(ASKED) == 0
+
+
+def followed_with_undofile(editor_factory, sandbox: Sandbox, name: str) -> tuple[Editor, Path, Path, bytes, bytes]:
+    """A 5 MB file open with 'undofile', changed on disk and followed: its undo file not written
+    yet. The editor, the file, the undo folder, the old and the new bytes."""
+    line = "x" * 49 + "\n"
+    old = ("first\n" + line * 100_000).encode()
+    new = ("second\n" + line * 100_000).encode()
+    ed, buf = opened(editor_factory, sandbox, name, old)
+    undodir = sandbox.base / "undo"
+    undodir.mkdir()
+    ed.lua("vim.o.undodir = ... vim.o.undofile = true", str(undodir))
+    path = sandbox.project / name
+    path.write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 60, "the buffer to follow the file")
+    assert list(undodir.iterdir()) == []
+    return ed, path, undodir, old, new
+
+
+def test_a_large_buffers_undo_file_is_written_when_it_is_let_go(editor_factory, sandbox: Sandbox):
+    """'undofile', 5 MB: the undo file is not written at each change the buffer follows (that
+    hashes the whole text on the main loop), but when the buffer is let go (`:bd`), holding the
+    file still; opened again, `u` takes the agent's change back."""
+    ed, path, undodir, old, new = followed_with_undofile(editor_factory, sandbox, "undo.txt")
+    ed.nvim.command("bdelete")
+    assert len(list(undodir.iterdir())) == 1
+    ed.nvim.command(f"edit {path}")
+    buf = ed.lua("return vim.api.nvim_get_current_buf()")
+    assert ed.lua(HOLDS, buf, new)
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, old)
+
+
+def test_a_one_line_file_is_followed_without_being_read_again(editor_factory, sandbox: Sandbox):
+    """A minified file, 1 MB on one line (its change worked out on the main loop, not in the
+    thread): Neovim's record of it is brought up to date with a stat too, no reading (which
+    leaves an empty step in the undo history); nothing asks, `u` takes the change back."""
+    old, new = b'{"a": "' + b"x" * 1_000_000 + b'"}\n', b'{"b": "' + b"y" * 1_000_000 + b'"}\n'
+    ed, buf = opened(editor_factory, sandbox, "min.json", old)
+    (sandbox.project / "min.json").write_bytes(new)
+    wait_for(lambda: ed.lua(HOLDS, buf, new), 30, "the buffer to follow the file")
+    assert ed.lua(UNDO_STEPS, buf) == 1
+    assert ed.lua(ASKED) == 0 and ed.lua("return vim.bo.modified") is False
+    ed.nvim.command("undo")
+    assert ed.lua(HOLDS, buf, old)
+
+
+def test_a_large_buffers_undo_file_is_written_when_neovim_leaves(editor_factory, sandbox: Sandbox):
+    """'undofile', 5 MB followed, then Neovim quits with the buffer loaded: the undo file is
+    written as it leaves, and a new Neovim opening the file can take the agent's change back."""
+    ed, path, undodir, old, _ = followed_with_undofile(editor_factory, sandbox, "leave.txt")
+    ed.close()
+    wait_for(lambda: len(list(undodir.iterdir())) == 1, 10, "the undo file written as Neovim left")
+    again = editor_factory(LARGE, [str(path)])
+    again.lua("vim.o.undodir = ... vim.o.undofile = true vim.cmd('edit!')", str(undodir))
+    again.nvim.command("undo")
+    assert again.lua(HOLDS, again.lua("return vim.api.nvim_get_current_buf()"), old)

@@ -502,7 +502,7 @@ function judged(result, holds, plan, done)
       M.settle_soon()
     end
     done(err) -- (failed: the next event or sweep reads it again)
-  end)
+  end, result.sig)
 end
 
 --- Whether the buffer `holds` `result`'s bytes now; if so they are kept with its fingerprint, so

@@ -6,6 +6,8 @@
 local buffer_bytes = require('gemini_companion.tools.buffer_bytes')
 local disk = require('gemini_companion.review.disk')
 local slices = require('gemini_companion.follow.slices')
+local stamp = require('gemini_companion.follow.stamp')
+local undofile = require('gemini_companion.follow.undofile')
 
 local M = {}
 
@@ -33,7 +35,8 @@ end
 ---@param text string
 ---@param plan? gemini_companion.follow.Plan
 ---@param done? fun(shown: boolean, err: string?, holds: boolean?)
-function M.apply(buf, text, plan, done)
+---@param sig? string without a plan: the file's stat signature when `text` was read (a plan has its own)
+function M.apply(buf, text, plan, done, sig)
   done = done or function() end
   if plan then
     return patch(buf, text, plan, done)
@@ -61,7 +64,7 @@ function M.apply(buf, text, plan, done)
     change.finish()
     error(err, 0)
   end
-  change.finish(text, eol, nil, function(holds)
+  change.finish(text, eol, sig, function(holds)
     done(true, nil, holds)
   end)
 end
@@ -196,9 +199,7 @@ function begin(buf)
     bo.modified = false -- last: 'eol' set after it would make the buffer differ from the file
     local ok, err = pcall(resync, buf, text, sig, function(holds)
       if vim.api.nvim_buf_is_loaded(buf) and bo.undofile then -- the history kept for the file as it is now
-        vim.api.nvim_buf_call(buf, function()
-          vim.cmd('silent! wundo ' .. vim.fn.fnameescape(vim.fn.undofile(vim.api.nvim_buf_get_name(buf))))
-        end)
+        undofile.follow(buf)
       end
       if done then
         done(holds)
@@ -265,13 +266,13 @@ function patch(buf, text, plan, done)
 end
 
 --- Bring Neovim's record of the file (time, size, mode, and the time `:w` checks) up to date.
---- Only its own reading sets them all: when the record is stale, the file (identical to the
---- buffer by now) is read, and that reading's undo step, which changed nothing, taken off again
---- in the next slice of the loop (each is a pass over the whole text; nothing can land between:
---- 'nomodifiable'). A file that changed once more meanwhile stays read, as Neovim's own reload:
---- with `sig`, the file's stat signature when `text` was read, that is a stat (the buffer's bytes
---- built and compared held the main loop 15 ms at 1.3 MB). `done` hears whether the buffer holds
---- `text` after it.
+--- With `sig`, the file's stat signature when `text` was read: a stat (follow/stamp.lua). Else,
+--- or where that cannot be done, Neovim's own reading: when the record is stale, the file
+--- (identical to the buffer by now) is read, and that reading's undo step, which changed nothing,
+--- taken off again in the next slice of the loop (each is a pass over the whole text; nothing can
+--- land between: 'nomodifiable'). A file that changed once more meanwhile stays read, as Neovim's
+--- own reload: with `sig` that is a stat (the buffer's bytes built and compared held the main
+--- loop 15 ms at 1.3 MB). `done` hears whether the buffer holds `text` after it.
 ---@param buf integer
 ---@param text string?
 ---@param sig? string
@@ -285,6 +286,10 @@ function resync(buf, text, sig, done)
     return done(false)
   elseif vim.bo[buf].modified or not regular(buf) then
     return done(true) -- (never: a modified buffer's check would ask W12)
+  end
+  local stamped = sig and stamp.stamp(buf, sig)
+  if stamped ~= nil then
+    return done(stamped)
   end
   -- 'autoread' reads an unmodified buffer at once; without autocommands: nothing else needs to
   -- hear of a reading that changes nothing (it costs a .txt file 3 ms of filetype detection).
