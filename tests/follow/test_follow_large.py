@@ -317,3 +317,18 @@ def test_a_large_buffers_undo_file_is_written_when_neovim_leaves(editor_factory,
     again.lua("vim.o.undodir = ... vim.o.undofile = true vim.cmd('edit!')", str(undodir))
     again.nvim.command("undo")
     assert again.lua(HOLDS, again.lua("return vim.api.nvim_get_current_buf()"), old)
+
+
+def test_a_file_over_8_mib_is_named_not_followed_whatever_the_limit(editor_factory, sandbox: Sandbox):
+    """`changes.max_file_kb` raised to 32 MiB: a 9 MB file changed on disk is not reloaded (its
+    bytes would become one Lua string on the main loop: a stall past 16 ms), one line says so and
+    the buffer keeps its text, unmodified; `:e` still loads it."""
+    path = sandbox.project / "huge.txt"
+    path.write_bytes(b"first\n" + b"y" * 49 + b"\n" + b"z\n" * 10)
+    ed = editor_factory({"changes": {"enabled": False, "max_file_kb": 32768}}, [str(path)])
+    ed.wait_state("running")
+    wait_for(lambda: ed.lua(WATCHED) == 1, 10, "the folder watched")
+    path.write_bytes(b"second\n" + b"y" * 49 * 9 * 1024 * 20 + b"\n")
+    wait_for(lambda: "larger than 8192 KiB: huge.txt changed on disk" in ed.messages(), 30, "the line")
+    assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]") == "first"
+    assert ed.lua("return vim.bo.modified") is False

@@ -27,6 +27,10 @@ local MAX_READS = 4
 -- A file modified this close to its buffer's read (s, the clock's granularity) may have changed
 -- after it: it is read once more.
 local RECENT_S = 2
+-- Bytes followed at most, whatever `changes.max_file_kb` allows: a read's bytes become one Lua
+-- string on the main loop as it ends, about 1 ms per MB (20 MB: 17-24 ms of CPU). A larger file
+-- is named as not reloaded.
+local MAX_FOLLOWED = 8 * 1024 * 1024
 
 ---@class gemini_companion.Followed
 ---@field name string the buffer's file, as Neovim reads it
@@ -358,7 +362,7 @@ end
 --- Start the next reads, a few at a time: their completions run on the main loop, and 200 at
 --- once held it 20 ms.
 function pump()
-  local limit = require('gemini_companion.config').options.changes.max_file_kb * 1024
+  local limit = math.min(require('gemini_companion.config').options.changes.max_file_kb * 1024, MAX_FOLLOWED)
   while in_flight < MAX_READS and #to_read > 0 do
     local buf = table.remove(to_read, 1)
     local entry = followed[buf]
