@@ -13,10 +13,15 @@ from conftest import Editor, wait_for
 from gemini_companion.programs.hook import KEY_ENV
 
 
-def hook(editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None) -> None:
+def hook(
+    editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None, cli: str = "gemini"
+) -> None:
     """Run the hook exactly as a CLI's settings do (`bash -c` with the entry's env over the CLI's),
-    in the environment of a managed agent (`agent`) or of Neovim's terminals."""
-    entry = editor.lua("return require('gemini_companion.changes').hooks('gemini').BeforeAgent.hooks[1]")
+    in the environment of a managed agent (`agent`) or of Neovim's terminals; `cli`: whose entry."""
+    first = {"gemini": "BeforeAgent", "qwen": "UserPromptSubmit"}[cli]
+    entry = editor.lua(
+        "local cli, first = ... return require('gemini_companion.changes').hooks(cli)[first].hooks[1]", cli, first
+    )
     command = entry["command"].replace("turn-start", event)
     env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
     if agent:

@@ -19,6 +19,7 @@ local H = {}
 ---@field added integer
 ---@field removed integer
 ---@field binary boolean
+---@field also string[]? other agents that changed it in a turn at the same time (changes/overlap.py)
 
 ---@class gemini_companion.Turn
 ---@field id integer 0: a span of turns
@@ -46,9 +47,17 @@ M.revert_hunk = view.revert_hunk
 ---@type gemini_companion.Turn[]
 M.turns = {}
 
---- A turn ended (changes.py): remember it, tell the user and `User GeminiTurnEnded`.
+--- A turn ended (changes.py): remember it, tell the user and `User GeminiTurnEnded`. A turn told
+--- again (another agent's turn at the same time changed some of its files too) replaces the one kept.
 ---@param turn gemini_companion.Turn
 function M.turn_ended(turn)
+  for i, kept in ipairs(M.turns) do
+    if kept.id == turn.id then
+      M.turns[i] = turn
+      view.shown[turn.id] = turn
+      return
+    end
+  end
   table.insert(M.turns, turn)
   local max = require('gemini_companion.config').options.changes.max_turns
   while #M.turns > max do

@@ -29,7 +29,7 @@ function M.show(turn, err)
       filename = ('%s%d/%s'):format(M.SCHEME, turn.id, change.path),
       module = change.path,
       lnum = 1,
-      text = ('%s %s (%s)'):format(change.status, summary, turn.agent),
+      text = ('%s %s (%s%s)'):format(change.status, summary, turn.agent, H.also(change)),
     })
   end
   for _, path in ipairs(turn.skipped or {}) do
@@ -44,6 +44,14 @@ function M.show(turn, err)
     return message.notify(title .. ': no file changed')
   end
   vim.cmd('botright copen')
+end
+
+--- What the list says of a file another agent changed too, in a turn at the same time.
+---@param change gemini_companion.FileChange
+---@return string
+function H.also(change)
+  local others = change.also or {}
+  return #others > 0 and ('; also changed by %s at the same time'):format(table.concat(others, ', ')) or ''
 end
 
 --- The `gemini-changes://<turn>/<path>` buffer: the file before the turn, read-only, with the

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemini_companion.changes import git, revert
+from gemini_companion.changes import git, overlap, revert
 from gemini_companion.changes.snapshot import FileChange, Snapshot, SnapshotError, Snapshotter
 from gemini_companion.feature import Link, Tool
 from gemini_companion.programs.hook import KEPT
@@ -276,8 +276,11 @@ class ChangesFeature:
         theirs = {path for other in others for path in _named(other, turn.before.work_tree)}
         mine = set(_named(turn, turn.before.work_tree))
         turn.files = [change for change in files if change.path not in theirs or change.path in mine]
-        turn.after, turn.ended = after, time.time()
-        self._editor.lua("require('gemini_companion.changes').turn_ended(...)", turn.describe())
+        with self._lock:
+            turn.after, turn.ended = after, time.time()
+            told_again = overlap.mark(turn, [t for t in others if t.before.work_tree == turn.before.work_tree])
+        for changed in [turn, *told_again]:
+            self._editor.lua("require('gemini_companion.changes').turn_ended(...)", changed.describe())
 
     def _prune(self, dropped: list[Turn]) -> None:
         if dropped and dropped[-1].id % GC_EVERY == 0:
