@@ -61,7 +61,7 @@ function M.turn_ended(turn)
   table.insert(M.turns, turn)
   local max = require('gemini_companion.config').options.changes.max_turns
   while #M.turns > max do
-    table.remove(M.turns, 1)
+    view.shown[table.remove(M.turns, 1).id] = nil -- its diff buffers say it is no longer kept
   end
   view.shown[turn.id] = turn
   vim.api.nvim_exec_autocmds('User', {
@@ -132,6 +132,9 @@ function H.revert(args)
     return message.notify('revert takes one file (a space in its name: put a \\ before it)', 'error')
   end
   local where = vim.b.gemini_changes
+  if where and not view.shown[where.turn] then -- never the last turn's change in its place
+    return message.notify(view.gone(where.turn), 'error')
+  end
   local turn = where and view.shown[where.turn] or H.pick()
   local name = args[2]
   -- A name is data: taken as typed (no `~`, `%`, `#` or `$VAR` expanded), from the current folder.
