@@ -18,6 +18,14 @@ def hook(
 ) -> None:
     """Run the hook exactly as a CLI's settings do (`bash -c` with the entry's env over the CLI's),
     in the environment of a managed agent (`agent`) or of Neovim's terminals; `cli`: whose entry."""
+    command, env = hook_command(editor, event, agent, cli)
+    run_hook(command, env, cwd, payload)
+
+
+def hook_command(
+    editor: Editor, event: str, agent: str | None = None, cli: str = "gemini"
+) -> tuple[str, dict[str, str]]:
+    """The command and environment a CLI runs the hook for `event` with (see `hook`)."""
     first = {"gemini": "BeforeAgent", "qwen": "UserPromptSubmit"}[cli]
     entry = editor.lua(
         "local cli, first = ... return require('gemini_companion.changes').hooks(cli)[first].hooks[1]", cli, first
@@ -29,9 +37,15 @@ def hook(
         env.update(editor.lua(register, agent)["env"])
     else:
         env[KEY_ENV] = editor.env(KEY_ENV) or ""
-    stdin = json.dumps(payload)
     env.update(entry["env"])
-    done = subprocess.run(["bash", "-c", command], input=stdin, env=env, cwd=cwd, capture_output=True, text=True)
+    return command, env
+
+
+def run_hook(command: str, env: dict[str, str], cwd: Path, payload: dict[str, Any]) -> None:
+    """One run of a hook command (`hook_command`), its event on stdin; it must answer `{}`."""
+    done = subprocess.run(
+        ["bash", "-c", command], input=json.dumps(payload), env=env, cwd=cwd, capture_output=True, text=True
+    )
     assert done.returncode == 0 and json.loads(done.stdout) == {}, done
 
 
