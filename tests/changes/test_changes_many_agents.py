@@ -118,3 +118,19 @@ def test_four_agents_at_once_each_turn_lists_its_own_files_and_names_the_overlap
             ("qwen-1", 1): {"both.txt": ["gemini-2"], "q1.txt": []},
         },
     )
+
+
+def test_an_agent_stopped_in_the_middle_of_a_turn_ends_it_with_what_it_changed(ed, repo):
+    """Agents come and go all day; one stopped (its terminal closed, the CLI killed) before its
+    turn's end hook leaves no turn open, and kept, for good: it ends with what the agent changed."""
+    stopped = [Agent(ed, repo, name) for name in ("gemini-1", "qwen-1", "gemini-2")]
+    for agent in stopped:
+        agent.start()
+        agent.write(f"by-{agent.name}.txt")
+        ed.lua("require('gemini_companion.host').notify('agent_unregister', {name = ...})", agent.name)
+    ended = wait_for(lambda: len(t := turns(ed)) == len(stopped) and t, 60, "the stopped agents' turns to end")
+    assert {t["agent"]: [f["path"] for f in t["files"]] for t in ended} == {
+        agent.name: [f"by-{agent.name}.txt"] for agent in stopped
+    }
+    kept = wait_for(lambda: (c := ed.status()["changes"]) and not c["last"]["open"] and c, 30, "none open")
+    assert kept["turns"] == len(stopped)

@@ -164,6 +164,15 @@ class ChangesFeature:
             self._editor.lua("require('gemini_companion.follow').sweep()")
         return {}
 
+    def agent_stopped(self, agent: str) -> None:
+        """A managed agent stopped (its terminal closed, the CLI killed) in the middle of a turn:
+        the turn ends now, with what it changed, rather than stay open (and kept) for good."""
+        with self._lock:
+            going = self._open.get(agent)
+        if going is not None:
+            args = (agent, going.before.work_tree, going.boundary, False)
+            threading.Thread(target=self._boundary, args=args, daemon=True).start()
+
     def _tool(self, agent: str, event: dict[str, Any]) -> None:
         tool_input = event.get("tool_input") if isinstance(event.get("tool_input"), dict) else {}
         named = {k: str(v)[:500] for k, v in (tool_input or {}).items() if k in ("file_path", "path", "command")}
