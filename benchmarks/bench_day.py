@@ -6,7 +6,8 @@ In one git work tree, with a real Gemini IDE client connected: 2,000 turns told 
 per event, so the day fits in minutes; `make bench-scale` times the hook program itself), by four
 agents at a time, Gemini- and Qwen-style, their turns overlapping (each goes on while the other
 three start theirs), each changing a file or two (now and then the same file); after 40 turns
-of its own an agent stops (unregistered, its discovery files and hook key gone), a new one starts; 500
+of its own an agent stops (unregistered, its discovery files and hook key gone; every other one in
+the middle of a turn, as when its CLI is killed), a new one starts; 500
 reviews (openDiff, then accepted, rejected or closed by the client); 100,000 context updates
 (Lua's `context` hop, as the cursor moves). After a warm-up (a tenth of each), a census; at the
 end another:
@@ -110,8 +111,10 @@ class Day:
         self.agents.append(agent)
         return agent
 
-    def stop_agent(self, agent: Agent) -> None:
-        if agent.open:
+    def stop_agent(self, agent: Agent, killed: bool = False) -> None:
+        """The agent's terminal closes, after its turn's end, or `killed` in the middle of it
+        (then the host ends the turn)."""
+        if agent.open and not killed:
             self.end_turn(agent)
         self.agents.remove(agent)
         self.editor.lua("require('gemini_companion.host').notify('agent_unregister', {name = ...})", agent.name)
@@ -136,7 +139,7 @@ class Day:
         self.turns += 1
         agent.turns += 1
         if agent.turns >= AGENT_TURNS:
-            self.stop_agent(agent)
+            self.stop_agent(agent, killed=self.started % 2 == 0)  # every other one in the middle of a turn
 
     def end_turn(self, agent: Agent) -> None:
         self._post(agent, "turn-end", {"hook_event_name": EVENTS[agent.cli][2]})
@@ -217,6 +220,7 @@ def census(day: Day, host: psutil.Process) -> dict[str, float]:
         "host threads": host.num_threads(),
         "snapshot refs": refs,
         "state folder, MiB": size(state(day.sandbox)) / 2**20,
+        "host's turns (open ones too)": day.editor.status()["changes"]["turns"],
         "Neovim's turns": nvim["turns"],
         "Neovim's shown turns": nvim["shown"],
         "Neovim Lua heap, KiB": nvim["lua_kib"],
@@ -277,6 +281,8 @@ def day(base: Path, scale: float) -> tuple[dict[str, float], dict[str, float], d
         wait_for(lambda: turns(editor)[-1]["agent"] == driver.last, 60, "the last turn in Neovim")
         with contextlib.suppress(AssertionError):  # (the unregistering is a notification)
             wait_for(lambda: discovery_files(sandbox) <= base, 10, "the stopped agents' files gone")
+        with contextlib.suppress(AssertionError):  # a prune's thread (changes.py) ends on its own
+            wait_for(lambda: host.num_threads() <= before["host threads"], 10, "the last prune's end")
         after = census(driver, host)
         after["seconds"] = time.monotonic() - started
         after["start median"], after["start worst"] = statistics.median(driver.starts), max(driver.starts)
@@ -310,7 +316,12 @@ def run(scale: float | None = None) -> list[Row]:
     for key in ("host fds", "host threads"):
         was, now = before[key], after[key]
         rows.append(row(f"  {key}: after the day (after the warm-up: {was:.0f})", now, "", "<= warm-up", now <= was))
-    kept = {"snapshot refs": 2 * (MAX_TURNS + AT_ONCE), "Neovim's turns": MAX_TURNS, "Neovim's shown turns": MAX_TURNS}
+    kept = {
+        "snapshot refs": 2 * (MAX_TURNS + AT_ONCE),
+        "host's turns (open ones too)": MAX_TURNS + AT_ONCE,
+        "Neovim's turns": MAX_TURNS,
+        "Neovim's shown turns": MAX_TURNS,
+    }
     for key, most in kept.items():
         rows.append(row(f"  {key} after the day", after[key], "", f"<= {most}", after[key] <= most))
     left = after["discovery files"] - hour["base discovery files"]
