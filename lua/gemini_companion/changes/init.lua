@@ -34,6 +34,7 @@ local H = {}
 ---@field files gemini_companion.FileChange[]
 ---@field skipped string[]
 ---@field ended number? when it ended (os time, s); nil for a span
+---@field again boolean? told again (changes/overlap.py): it replaces the turn kept, if still kept
 
 M.hooks = hooks.hooks
 M.off_outside_neovim = hooks.off_outside_neovim
@@ -48,15 +49,18 @@ M.revert_hunk = view.revert_hunk
 M.turns = {}
 
 --- A turn ended (changes.py): remember it, tell the user and `User GeminiTurnEnded`. A turn told
---- again (another agent's turn at the same time changed some of its files too) replaces the one kept.
+--- again (another agent's turn at the same time changed some of its files too) replaces the one
+--- kept, and is nothing once let go.
 ---@param turn gemini_companion.Turn
 function M.turn_ended(turn)
-  for i, kept in ipairs(M.turns) do
-    if kept.id == turn.id then
-      M.turns[i] = turn
-      view.shown[turn.id] = turn
-      return
+  if turn.again then
+    for i, kept in ipairs(M.turns) do
+      if kept.id == turn.id then
+        M.turns[i] = turn
+        view.shown[turn.id] = turn
+      end
     end
+    return
   end
   table.insert(M.turns, turn)
   local max = require('gemini_companion.config').options.changes.max_turns

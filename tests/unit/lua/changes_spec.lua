@@ -14,10 +14,13 @@ return {
     local shown = vim.tbl_keys(view.shown)
     table.sort(shown)
     assert(#shown == max and shown[1] == max * 2 + 1, vim.inspect(shown))
-    -- A turn told again (overlap.py) replaces the one kept, in place.
-    changes.turn_ended({ id = max * 3, agent = 'gemini', files = { { path = 'x' } }, skipped = {}, open = false })
+    -- A turn told again (overlap.py) replaces the one kept, in place; one let go stays gone.
+    local again = { id = max * 3, agent = 'gemini', files = { { path = 'x' } }, skipped = {}, again = true }
+    changes.turn_ended(again)
     assert(#changes.turns == max and changes.turns[max].files[1].path == 'x')
     assert(view.shown[max * 3].files[1].path == 'x')
+    changes.turn_ended(vim.tbl_extend('force', again, { id = 1 }))
+    assert(#changes.turns == max and changes.turns[1].id == max * 2 + 1 and not view.shown[1])
     -- A changes window of a turn let go: `revert` says so, and takes back nothing of another turn.
     vim.b.gemini_changes = { turn = 1, path = 'x' }
     local said, notify = nil, vim.notify

@@ -290,7 +290,8 @@ class ChangesFeature:
             turn.after, turn.ended = after, time.time()
             told_again = overlap.mark(turn, [t for t in others if t.before.work_tree == turn.before.work_tree])
         for changed in [turn, *told_again]:
-            self._editor.lua("require('gemini_companion.changes').turn_ended(...)", changed.describe())
+            told = dict(changed.describe(), again=changed is not turn)
+            self._editor.lua("require('gemini_companion.changes').turn_ended(...)", told)
 
     def _prune(self, dropped: list[Turn]) -> None:
         """Every GC_EVERY turns, our repositories pruned on a thread of its own (one at a time): a
