@@ -267,6 +267,7 @@ def day(base: Path, scale: float) -> tuple[dict[str, float], dict[str, float], d
         host = psutil.Process(editor.wait_state("running")["host_pid"])
         assert client.call("connect")["status"] == "connected"
         base = discovery_files(sandbox)  # the shared files, no agent yet
+        base_keys = hook_keys(host.pid)  # Neovim's terminals' own
         driver = Day(sandbox, editor, client)
         turns_, reviews, context = (max(1, round(n * scale)) for n in (TURNS, REVIEWS, CONTEXT_UPDATES))
         driver.run(turns_ // 10, reviews // 10, context // 10)  # warm-up
@@ -289,7 +290,7 @@ def day(base: Path, scale: float) -> tuple[dict[str, float], dict[str, float], d
         after["turns"], after["reviews"], after["context updates"] = driver.turns, driver.reviews, driver.context
         for repo in (state(sandbox) / "changes" / "repos").glob("*"):
             git_lines(repo, "prune", "--expire=now")  # the host's own prune, an hour later
-        hour = {"state folder, MiB": size(state(sandbox)) / 2**20, "base discovery files": base}
+        hour = {"state folder, MiB": size(state(sandbox)) / 2**20, "base discovery files": base, "base keys": base_keys}
     finally:
         client.close()
         editor.close()
@@ -325,12 +326,14 @@ def run(scale: float | None = None) -> list[Row]:
     for key, most in kept.items():
         rows.append(row(f"  {key} after the day", after[key], "", f"<= {most}", after[key] <= most))
     left = after["discovery files"] - hour["base discovery files"]
+    keys = after["hook keys"] - hour["base keys"]
     lua = after["Neovim Lua heap, KiB"] - before["Neovim Lua heap, KiB"]
     rows += [
         row("  Neovim Lua heap growth", lua, "KiB", "-", True),
         row("  state folder after the day", after["state folder, MiB"], "MiB", "-", True),
         row("  state folder an hour later (pruned)", hour["state folder, MiB"], "MiB", "-", True),
         row("  the stopped agents' discovery files left", left, "", "0", left == 0),
+        row("  the stopped agents' hook keys left", keys, "", "0", keys == 0),
         row("  discovery files left after Neovim quit", hour["discovery files"], "", "0", hour["discovery files"] == 0),
         row("  hook keys left after Neovim quit", hour["hook keys"], "", "0", hour["hook keys"] == 0),
     ]
