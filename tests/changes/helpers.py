@@ -1,5 +1,5 @@
 """A turn as the CLIs' hooks tell it, and what the plugin said about it (the changes tests and
-benchmarks/bench_changes.py share these)."""
+the benchmarks of changes share these: bench_changes.py, bench_scale.py, four_agents.py, bench_day.py)."""
 
 from __future__ import annotations
 
