@@ -6,7 +6,7 @@ NODE_DIR := tests/node
 # Neovim >= 0.10 for tests and the demo: the one on PATH, else one installed into the venv (make dev).
 NVIM = $(shell cat $(VENV)/nvim-path)
 
-.PHONY: install dev node demo test test-unit lint format bench bench-scale bench-peers soak clean tools lint-tools
+.PHONY: install dev node demo test test-unit lint format bench bench-scale bench-peers soak soak-day clean tools lint-tools
 
 # The plugin's one build step (a plugin manager's `build`): the venv with the host's packages
 # from PyPI (pynvim, h11, psutil, inotify_simple and what they need) and doc/tags. Nothing else is downloaded.
@@ -101,6 +101,11 @@ bench-peers: dev node
 # A bounded busy run (SOAK_SECONDS, default 180) that fails if anything leaks.
 soak: dev node
 	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/soak.py --seconds $${SOAK_SECONDS:-180}
+
+# An accelerated day (2,000 turns, 500 reviews, 100,000 context updates, agents started and
+# stopped) that fails if anything grew; BENCH_DAY_SCALE=0.1 for a tenth of it.
+soak-day: dev node
+	GEMINI_COMPANION_NVIM="$(NVIM)" $(PYTHON) benchmarks/bench_day.py
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules

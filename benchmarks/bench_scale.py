@@ -9,7 +9,8 @@ older than its files, a few files touched; nothing is fetched), and
   the event on stdin), against a real Neovim and host; the first turn of that Neovim (its host has
   just started) and a later one; the hook gives up waiting after 8 s (programs/hook.py);
 - the worst Neovim main-loop stall meanwhile;
-- `git status` of the same tree, for scale.
+- `git status` of the same tree, for scale;
+- four agents turning at once on the same tree (four_agents.py).
 A measurement, not a test: it never fails on a miss. `BENCH_SCALE_SIZES=5000 make bench-scale` is
 the quick run.
 """
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import four_agents
 from benchlib import STALL_PROBE, Row, row
 
 from changes.helpers import hook
@@ -31,6 +33,7 @@ from conftest import Editor, Sandbox, git
 from gemini_companion.changes.snapshot import Snapshotter
 
 SIZES = (5000, 50_000, 200_000)
+BENCH_SIZE = 50_000  # the one size `make bench` measures
 FILE = b"x" * 1023 + b"\n"
 REPEATS = 3
 TOUCHED = 5
@@ -47,7 +50,8 @@ def main() -> None:
     print(f"# load after: {Path('/proc/loadavg').read_text().strip()}")
 
 
-def run(size: int) -> list[Row]:
+def run(size: int = BENCH_SIZE) -> list[Row]:
+    """The rows for a tree of `size` files (`make bench`: BENCH_SIZE alone)."""
     with tempfile.TemporaryDirectory(prefix="gemini-companion-bench-scale-") as tmp:
         sandbox = Sandbox(Path(tmp))
         started = time.perf_counter()
@@ -62,7 +66,8 @@ def run(size: int) -> list[Row]:
             later.append(timed(lambda: snapshotter.take(str(sandbox.project))))
         first_wait, later_wait, floor, stall = turn_waits(sandbox, touch)
         status = statistics.median(timed(lambda: git(sandbox.project, "status", "--porcelain")) for _ in range(3))
-    name = f"{size:,} files"
+        name = f"{size:,} files"
+        at_once = four_agents.run(sandbox, touch, name)
     return [
         row(f"{name}: first snapshot (alone)", first, "ms", "-", True),
         row(f"{name}: later snapshot (alone)", statistics.median(later), "ms", "-", True),
@@ -71,6 +76,7 @@ def run(size: int) -> list[Row]:
         row(f"{name}:   the hook alone (a tool event: no snapshot)", floor, "ms", "-", True),
         row(f"{name}: worst main-loop stall meanwhile", stall, "ms", "<= 16", stall <= 16),
         row(f"{name}: git status, same tree", status, "ms", "-", True),
+        *at_once,
     ]
 
 

@@ -1,5 +1,5 @@
 """A turn as the CLIs' hooks tell it, and what the plugin said about it (the changes tests and
-benchmarks/bench_changes.py share these)."""
+the benchmarks of changes share these: bench_changes.py, bench_scale.py, four_agents.py, bench_day.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,23 @@ from conftest import Editor, wait_for
 from gemini_companion.programs.hook import KEY_ENV
 
 
-def hook(editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None) -> None:
+def hook(
+    editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: str | None = None, cli: str = "gemini"
+) -> None:
     """Run the hook exactly as a CLI's settings do (`bash -c` with the entry's env over the CLI's),
-    in the environment of a managed agent (`agent`) or of Neovim's terminals."""
-    entry = editor.lua("return require('gemini_companion.changes').hooks('gemini').BeforeAgent.hooks[1]")
+    in the environment of a managed agent (`agent`) or of Neovim's terminals; `cli`: whose entry."""
+    command, env = hook_command(editor, event, agent, cli)
+    run_hook(command, env, cwd, payload)
+
+
+def hook_command(
+    editor: Editor, event: str, agent: str | None = None, cli: str = "gemini"
+) -> tuple[str, dict[str, str]]:
+    """The command and environment a CLI runs the hook for `event` with (see `hook`)."""
+    first = {"gemini": "BeforeAgent", "qwen": "UserPromptSubmit"}[cli]
+    entry = editor.lua(
+        "local cli, first = ... return require('gemini_companion.changes').hooks(cli)[first].hooks[1]", cli, first
+    )
     command = entry["command"].replace("turn-start", event)
     env = {key: value for key, value in os.environ.items() if not key.startswith("GEMINI_COMPANION")}
     if agent:
@@ -24,9 +37,15 @@ def hook(editor: Editor, cwd: Path, event: str, payload: dict[str, Any], agent: 
         env.update(editor.lua(register, agent)["env"])
     else:
         env[KEY_ENV] = editor.env(KEY_ENV) or ""
-    stdin = json.dumps(payload)
     env.update(entry["env"])
-    done = subprocess.run(["bash", "-c", command], input=stdin, env=env, cwd=cwd, capture_output=True, text=True)
+    return command, env
+
+
+def run_hook(command: str, env: dict[str, str], cwd: Path, payload: dict[str, Any]) -> None:
+    """One run of a hook command (`hook_command`), its event on stdin; it must answer `{}`."""
+    done = subprocess.run(
+        ["bash", "-c", command], input=json.dumps(payload), env=env, cwd=cwd, capture_output=True, text=True
+    )
     assert done.returncode == 0 and json.loads(done.stdout) == {}, done
 
 

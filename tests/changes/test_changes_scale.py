@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from changes.helpers import a_turn, agent_turn, listen
 from conftest import Editor, Sandbox, git, wait_for
 from gemini_companion.changes import git as our_git
 from gemini_companion.changes import watch
+from gemini_companion.changes.changes import GC_EVERY, ChangesFeature
 from gemini_companion.changes.snapshot import Snapshot, Snapshotter
 
 
@@ -273,3 +275,32 @@ def test_a_file_written_through_its_other_name_is_seen(repo, tmp_path):
     (repo / "b-again.txt").write_text("written through the other name\n")
     assert same(watched, rescans, repo).tree == rescans.take(str(repo)).tree
     assert (repo / "b.txt").read_text() == "written through the other name\n"
+
+
+class Quiet:
+    """The feature's Editor and Link, in this process: what it tells Neovim goes nowhere."""
+
+    def lua(self, code: str, *args: Any) -> None: ...
+
+    def changed(self) -> None: ...
+
+
+def test_a_turn_start_never_waits_for_a_prune(repo, tmp_path, monkeypatch):
+    """Every GC_EVERY turns our repositories are pruned: a walk of every kept tree (~350 ms on
+    50,000 files). It runs on a thread of its own, never in the boundary a turn's hook waits for."""
+    monkeypatch.chdir(repo)  # the feature's first snapshot: of this repository
+    feature = ChangesFeature(Quiet(), Quiet())
+    feature.methods["changes_config"]({"state_dir": str(tmp_path / "state"), "max_turns": 1})
+    pruned_in: list[threading.Thread] = []
+    real_prune = Snapshotter.prune
+
+    def prune(self: Snapshotter, kept: list[Snapshot]) -> None:
+        pruned_in.append(threading.current_thread())
+        real_prune(self, kept)
+
+    monkeypatch.setattr(Snapshotter, "prune", prune)
+    for i in range(2 * GC_EVERY + 1):  # each turn start ends the last turn and lets an older one go
+        (repo / "a.txt").write_text(f"turn {i}\n")
+        feature._boundary("gemini", str(repo), "hooks", True)
+    wait_for(lambda: pruned_in, 30, "a prune")
+    assert threading.current_thread() not in pruned_in

@@ -19,6 +19,7 @@ local H = {}
 ---@field added integer
 ---@field removed integer
 ---@field binary boolean
+---@field also string[]? other agents that changed it in a turn at the same time (changes/overlap.py)
 
 ---@class gemini_companion.Turn
 ---@field id integer 0: a span of turns
@@ -33,6 +34,7 @@ local H = {}
 ---@field files gemini_companion.FileChange[]
 ---@field skipped string[]
 ---@field ended number? when it ended (os time, s); nil for a span
+---@field again boolean? told again (changes/overlap.py): it replaces the turn kept, if still kept
 
 M.hooks = hooks.hooks
 M.off_outside_neovim = hooks.off_outside_neovim
@@ -46,13 +48,24 @@ M.revert_hunk = view.revert_hunk
 ---@type gemini_companion.Turn[]
 M.turns = {}
 
---- A turn ended (changes.py): remember it, tell the user and `User GeminiTurnEnded`.
+--- A turn ended (changes.py): remember it, tell the user and `User GeminiTurnEnded`. A turn told
+--- again (another agent's turn at the same time changed some of its files too) replaces the one
+--- kept, and is nothing once let go.
 ---@param turn gemini_companion.Turn
 function M.turn_ended(turn)
+  if turn.again then
+    for i, kept in ipairs(M.turns) do
+      if kept.id == turn.id then
+        M.turns[i] = turn
+        view.shown[turn.id] = turn
+      end
+    end
+    return
+  end
   table.insert(M.turns, turn)
   local max = require('gemini_companion.config').options.changes.max_turns
   while #M.turns > max do
-    table.remove(M.turns, 1)
+    view.shown[table.remove(M.turns, 1).id] = nil -- its diff buffers say it is no longer kept
   end
   view.shown[turn.id] = turn
   vim.api.nvim_exec_autocmds('User', {
@@ -123,6 +136,9 @@ function H.revert(args)
     return message.notify('revert takes one file (a space in its name: put a \\ before it)', 'error')
   end
   local where = vim.b.gemini_changes
+  if where and not view.shown[where.turn] then -- never the last turn's change in its place
+    return message.notify(view.gone(where.turn), 'error')
+  end
   local turn = where and view.shown[where.turn] or H.pick()
   local name = args[2]
   -- A name is data: taken as typed (no `~`, `%`, `#` or `$VAR` expanded), from the current folder.

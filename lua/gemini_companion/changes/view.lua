@@ -29,7 +29,7 @@ function M.show(turn, err)
       filename = ('%s%d/%s'):format(M.SCHEME, turn.id, change.path),
       module = change.path,
       lnum = 1,
-      text = ('%s %s (%s)'):format(change.status, summary, turn.agent),
+      text = ('%s %s (%s%s)'):format(change.status, summary, turn.agent, H.also(change)),
     })
   end
   for _, path in ipairs(turn.skipped or {}) do
@@ -46,6 +46,21 @@ function M.show(turn, err)
   vim.cmd('botright copen')
 end
 
+--- Why a diff buffer of turn `id` can do nothing now: Neovim let the turn go.
+---@param id integer?
+---@return string
+function M.gone(id)
+  return ('turn %s is no longer kept (changes.max_turns)'):format(id or '?')
+end
+
+--- What the list says of a file another agent changed too, in a turn at the same time.
+---@param change gemini_companion.FileChange
+---@return string
+function H.also(change)
+  local others = change.also or {}
+  return #others > 0 and ('; also changed by %s at the same time'):format(table.concat(others, ', ')) or ''
+end
+
 --- The `gemini-changes://<turn>/<path>` buffer: the file before the turn, read-only, with the
 --- file as it is now beside it in diff mode.
 ---@param buf integer
@@ -53,7 +68,7 @@ function M.read(buf)
   local id, path = vim.api.nvim_buf_get_name(buf):sub(#M.SCHEME + 1):match('^(%d+)/(.+)$')
   local turn = M.shown[tonumber(id)]
   if not turn then
-    return message.notify('this turn is no longer kept', 'error')
+    return message.notify(M.gone(tonumber(id)), 'error')
   end
   local before, _, err = git.versions(turn, path)
   if err then
@@ -79,7 +94,10 @@ function M.revert_hunk()
   local where = vim.b.gemini_changes
   local turn = where and M.shown[where.turn]
   if not turn then
-    return message.notify('not in a changes window (open one from :GeminiChanges)', 'error')
+    return message.notify(
+      where and M.gone(where.turn) or 'not in a changes window (open one from :GeminiChanges)',
+      'error'
+    )
   end
   revert.hunk(turn, where.path, vim.fn.line('.'))
   vim.cmd('diffupdate')

@@ -223,6 +223,7 @@ class Companion:
     def unregister_agent(self, params: dict[str, Any]) -> None:
         self._access.unregister(str(params["name"]))
         self._hook_keys.remove(str(params["name"]))
+        self._changes.agent_stopped(str(params["name"]))
         self._push()
 
     def status(self) -> contract.Status:

@@ -80,6 +80,7 @@ class FileChange:
     added: int = 0
     removed: int = 0
     binary: bool = False
+    also: list[str] = field(default_factory=list)  # other agents that changed it at the same time (overlap.py)
 
 
 @dataclass(frozen=True)
