@@ -42,8 +42,8 @@ from soak import review_cycle
 
 from changes.helpers import turns
 from conftest import Editor, NodeClient, Sandbox, client_env, git, wait_for
+from gemini_companion.owner import OWNER_FIELD
 from gemini_companion.programs import hook
-from gemini_companion.server.discovery import OWNER_FIELD
 
 TURNS, REVIEWS, CONTEXT_UPDATES = 2000, 500, 100_000
 MAX_TURNS = 20  # changes.max_turns' default: the turns each side keeps

@@ -20,9 +20,10 @@ import pytest
 
 from changes.hostile_hooks import PLANTED_KEY
 from conftest import HARNESS, Editor, Sandbox, wait_for
+from gemini_companion import owner as owners
 from gemini_companion.contract import STARTUP_ENV
 from gemini_companion.programs.hook import HOOKS_PATH, KEY_ENV, key_dir, read_key
-from gemini_companion.server import discovery, http_guard
+from gemini_companion.server import http_guard
 from harness.settings_edits import settings_edited
 
 EVENTS = {  # the turn events first, then those that tell an agent's state
@@ -165,7 +166,7 @@ def test_a_key_file_that_is_not_ours_and_private_is_never_read(ed, sandbox, list
     key = os.urandom(16).hex()
     directory = Path(key_dir())
     target = attack.marks.parent / "elsewhere.json"
-    owner = {discovery.OWNER_FIELD: os.getpid()}
+    owner = {owners.OWNER_FIELD: os.getpid()}
     target.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, **owner}))
     target.chmod(0o600)
     path = directory / f"{key}.json"
@@ -390,10 +391,10 @@ def test_a_key_file_a_killed_host_left_is_never_used(ed, sandbox, listener, atta
     env = {**cli_env(sandbox), KEY_ENV: key}
     try:
         reused = (os.getpid(), 1)  # a live PID, but another process than the one that wrote the file
-        control = (os.getpid(), discovery.process_start(os.getpid()))
+        control = (os.getpid(), owners.process_start(os.getpid()))
         for (owner, started), reports in (((dead.pid, None), 0), (reused, 0), (control, 1)):
             path.unlink(missing_ok=True)
-            fields = {discovery.OWNER_FIELD: owner, discovery.OWNER_START_FIELD: started}
+            fields = {owners.OWNER_FIELD: owner, owners.OWNER_START_FIELD: started}
             path.write_text(json.dumps({"port": listener.port, "token": "t", "agent": None, **fields}))
             path.chmod(0o600)
             assert run_hook(entry["command"], env, attack.marks.parent, entry["env"]).stdout.strip() == "{}"

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import nvim_binary
+from gemini_companion import owner
 from gemini_companion.context import context
 from gemini_companion.review import review
 from gemini_companion.server import access, discovery, jsonrpc, launch, mcp_server, session
@@ -98,15 +99,15 @@ def test_clean_roots_resolves_and_drops_what_cannot_be_advertised(tmp_path):
 
 
 def test_process_liveness_sees_zombies_and_reused_pids():
-    assert discovery.pid_alive(os.getpid(), discovery.process_start(os.getpid()))
-    assert not discovery.pid_alive(0)
+    assert owner.pid_alive(os.getpid(), owner.process_start(os.getpid()))
+    assert not owner.pid_alive(0)
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
     try:
-        assert not discovery.pid_alive(child.pid)
+        assert not owner.pid_alive(child.pid)
     finally:
         child.wait()
-    assert not discovery.pid_alive(os.getpid(), started=1)  # same PID, another start time
+    assert not owner.pid_alive(os.getpid(), started=1)  # same PID, another start time
     assert launch.ide_pid(os.getpid()) == os.getppid()
 
 

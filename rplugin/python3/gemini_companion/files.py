@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing is not imported: the hook program imports this file at every CLI event
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Unreadable", "open_judged", "read"]
 

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 
 from gemini_companion import env_names, files
+from gemini_companion.owner import OWNER_FIELD, OWNER_START_FIELD, pid_alive, process_start
 
 TYPE_CHECKING = False  # typing's own costs 3 ms at import; mypy reads this name as typing's
 if TYPE_CHECKING:
@@ -28,11 +29,6 @@ MAX_PID = 2**22  # PID_MAX_LIMIT on 64-bit Linux
 GEMINI_AGENT_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)\.json$")  # an agent's own (access.py)
 QWEN_FILE_RE = re.compile(r"^(\d+)\.lock$")
 IDE_INFO = {"name": "neovim", "displayName": "Neovim"}
-# Our own marker in every file we write: the host process that serves it.
-# A file whose host is dead is stale even if its port was reused (T7).
-OWNER_FIELD = "neovimCompanionPid"
-# ...and when that process started (Linux clock ticks since boot): a reused PID is not ours.
-OWNER_START_FIELD = "neovimCompanionStart"
 # Run by a CLI that cannot reach us over HTTP (in a container it dials host.docker.internal).
 STDIO_BRIDGE = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "programs", "stdio_bridge.py")
 # A discovery file is read only if it is this small (ours: under 1 KB, plus the workspace roots).
@@ -264,42 +260,6 @@ def write_all(ad: Advertisement) -> tuple[list[str], list[str]]:
         except DiscoveryError as err:
             errors.append(f"{cli} cannot find this server: {err}")
     return written, errors
-
-
-def proc_stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat fields after the command name (state first); None if unavailable."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            raw = file.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2 :].split()
-
-
-def process_start(pid: int) -> int | None:
-    """When the process started, in clock ticks since boot (Linux); None where unknown."""
-    fields = proc_stat(pid)
-    return int(fields[19]) if fields and len(fields) > 19 else None
-
-
-def pid_alive(pid: int, started: int | None = None) -> bool:
-    """Whether `pid` runs: a zombie (killed, never reaped, common in containers) does not, nor
-    does a process that reused the PID when `started` (from `process_start`) is known."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    fields = proc_stat(pid)
-    if fields is None:
-        # Gone in between, or no procfs at all: then kill() is all we can know.
-        return not os.path.isdir("/proc/self")
-    if fields[0] in ("Z", "X", "x"):
-        return False
-    return started is None or process_start(pid) == started
 
 
 def port_listening(port: int) -> bool:

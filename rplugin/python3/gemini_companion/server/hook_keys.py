@@ -12,6 +12,7 @@ import hmac
 import os
 import threading
 
+from gemini_companion import owner
 from gemini_companion.programs.hook import KEY_LENGTH, key_dir, valid_key
 from gemini_companion.server import discovery
 
@@ -36,8 +37,8 @@ class HookKeys:
             "port": ad.port,
             "token": ad.hooks_token,
             "agent": agent,
-            discovery.OWNER_FIELD: os.getpid(),
-            discovery.OWNER_START_FIELD: discovery.process_start(os.getpid()),
+            owner.OWNER_FIELD: os.getpid(),
+            owner.OWNER_START_FIELD: owner.process_start(os.getpid()),
         }
         path = discovery.write_secret_json(directory, f"{key}.json", payload)
         with self._lock:

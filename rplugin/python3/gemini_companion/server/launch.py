@@ -9,6 +9,7 @@ from __future__ import annotations
 import _socket  # `socket` itself would cost the port file 3 ms (enum flags, selectors)
 import os
 
+from gemini_companion import owner
 from gemini_companion.server import discovery
 
 TYPE_CHECKING = False  # typing's own costs 3 ms at import; mypy reads this name as typing's
@@ -95,7 +96,7 @@ def ide_pid(nvim_pid: int) -> int:
 
 
 def _parent_pid(pid: int) -> int | None:
-    fields = discovery.proc_stat(pid)
+    fields = owner.proc_stat(pid)
     if fields is not None:
         return int(fields[1])
     try:  # no procfs (macOS): psutil knows; imported only here, it costs 25 ms
