@@ -224,3 +224,17 @@ def test_completion_offers_new_and_the_running_sessions(ed):
     assert ed.lua(complete, "GeminiSend g") == ["gemini", "gemini@2"]
     assert ed.lua(complete, "GeminiSend gemini ") == []
     assert ed.lua(complete, "GeminiPrompt gemini@") == ["gemini@2"]
+
+
+def test_gemini_means_the_one_session_running_else_the_entry(ed):
+    two_sessions(ed)
+    ed.lua("require('gemini_companion.agents').stop('gemini')")
+    wait_for(lambda: running(ed) == ["gemini@2"], TIMEOUT, "gemini to stop")
+    ed.lua(LEAVE_TERMINALS)
+    ed.nvim.command("Gemini gemini")  # the one running: shown, nothing started
+    gemini_2 = ed.lua("return require('gemini_companion.agents').get('gemini@2').buf")
+    assert ed.lua("return vim.api.nvim_get_current_buf()") == gemini_2 and running(ed) == ["gemini@2"]
+    ed.lua("require('gemini_companion.agents').stop('gemini@2')")
+    wait_for(lambda: running(ed) == [], TIMEOUT, "gemini@2 to stop")
+    ed.nvim.command("Gemini")  # gemini@2 was used last, and has ended: the entry starts, not gemini@2
+    wait_for(lambda: running(ed) == ["gemini"], TIMEOUT, "gemini to start")

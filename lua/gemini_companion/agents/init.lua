@@ -258,7 +258,8 @@ function M.toggle(name, args)
   end
   local instances = require('gemini_companion.agents.instances')
   local entry = instances.entry(resolve(name))
-  local sessions = entry and (not name or name == '' or name == entry) and instances.running(entry) or {}
+  local of_entry = entry and (not name or name == '' or name == entry) -- (not one session named)
+  local sessions = of_entry and instances.running(entry) or {}
   if #sessions > 1 and not (args and #args > 0) then
     for _, session in ipairs(sessions) do
       if running[session].provider.focused(running[session]) then
@@ -269,7 +270,8 @@ function M.toggle(name, args)
       M.new(entry)
     end)
   end
-  name = #sessions == 1 and sessions[1] or resolve(name)
+  -- The one running, else the entry itself (not a session that was used last and has ended).
+  name = of_entry and (#sessions == 1 and sessions[1] or entry) or resolve(name)
   local agent = running[name]
   if agent and agent.provider.focused(agent) then
     M.hide(name)
