@@ -176,9 +176,11 @@ def test_a_session_is_titled_by_what_the_user_asked(sandbox, cli):
 
 
 @pytest.mark.parametrize("cli", ["gemini", "qwen"])
-def test_sessions_while_the_resumed_agent_runs_says_so(sandbox, cli):
-    """`:Gemini sessions` right after `:Gemini resume`: a line that stays on screen says the agent
-    runs (the agent's terminal was entered after it: `-- TERMINAL --` hid it; no list, no word)."""
+def test_sessions_while_the_resumed_agent_runs_asks_where_and_esc_changes_nothing(sandbox, cli):
+    """`:Gemini sessions` right after `:Gemini resume`: once a conversation is picked, a question that
+    stays on screen asks whether it starts beside the running agent or in its place (the agent's
+    terminal was entered after it: `-- TERMINAL --` hid the old one-line answer); <Esc> changes
+    nothing: the same process runs on, no second session starts (agents/instances.lua)."""
     model = Model([])
     try:
         first_conversation(sandbox, cli, model)
@@ -186,13 +188,19 @@ def test_sessions_while_the_resumed_agent_runs_says_so(sandbox, cli):
         try:
             tui.ex("Gemini resume")
             tui.wait_ready()
+            agents = (
+                "return vim.tbl_map(function(a) return {a.name, a.pid} end, require('gemini_companion.agents').list())"
+            )
+            before = tui.lua(agents)
             tui.ex("Gemini sessions")
-            said = f"{cli} is running: /quit it first"
-            tui.wait_screen(said)
-            # Not a flash: the terminal was entered right after it (its mode line replaced it).
+            tui.wait_screen(f"Resume a {cli} conversation")  # the list (its prompt may be in the terminal too)
+            pick(tui, PROMPTS[0])
+            tui.wait_screen(f"{cli} is running: resume beside it or in its place?")
+            tui.wait_screen("In its place: stop")  # not a flash: it waits for the answer
+            tui.keys("Escape")
+            wait_for(lambda: "beside it or in its place" not in tui.screen(), E2E_TIMEOUT, "the question to go")
             assert tui.lua("return vim.api.nvim_get_mode().mode") != "t"
-            tui.lua("vim.cmd.redraw()")
-            tui.wait_screen(said)
+            assert tui.lua(agents) == before and len(before) == 1
         finally:
             tui.close()
     finally:
