@@ -111,9 +111,9 @@ vim.api.nvim_create_user_command('GeminiChanges', function(opts)
 end, {
   nargs = '*',
   complete = function(lead)
-    return starting_with(lead, { 'all', 'mark', 'revert', 'undo' })
+    return starting_with(lead, vim.list_extend({ 'all', 'mark', 'revert', 'undo' }, agent_names()))
   end,
-  desc = 'gemini-companion: what agents changed ([turn], all, mark, revert [file], undo [turn])',
+  desc = 'gemini-companion: what agents changed ([turn|agent], all, mark, revert [file], undo [turn|agent])',
 })
 vim.api.nvim_create_user_command('GeminiPrompt', function(opts)
   require('gemini_companion.agents.compose').open(opts)
