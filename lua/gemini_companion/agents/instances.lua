@@ -29,6 +29,7 @@ function M.entry(name)
   if base and agents[base] and tonumber(number) >= 2 then
     return base
   end
+  return nil
 end
 
 --- The config an agent name runs (its entry's).
