@@ -238,3 +238,30 @@ def test_gemini_means_the_one_session_running_else_the_entry(ed):
     wait_for(lambda: running(ed) == [], TIMEOUT, "gemini@2 to stop")
     ed.nvim.command("Gemini")  # gemini@2 was used last, and has ended: the entry starts, not gemini@2
     wait_for(lambda: running(ed) == ["gemini"], TIMEOUT, "gemini to start")
+
+
+def test_a_conversation_open_in_a_session_is_not_started_twice(editor_factory, sandbox):
+    from agents.sessions_helpers import gemini_chats
+
+    gemini_chats(sandbox)
+    sandbox.env["GEMINI_CLI_HOME"] = str(sandbox.home)
+    ed = editor_factory(setup_for(sandbox))
+    ed.wait_state("running")
+    ed.nvim.ui_attach(100, 30, ext_linegrid=True)
+    stub_select(ed, 2)  # the second newest conversation, started by id
+    ed.nvim.command("Gemini sessions")
+    resumed = args_of(ed, sandbox, "gemini")
+    assert resumed[0] == "--resume" and len(resumed[1]) == 36
+    stub_select(ed, 2, 1)  # the same one again; were it asked, "Beside it"
+    ed.nvim.command("Gemini sessions")
+    wait_for(lambda: "gemini has that conversation open" in ed.messages(), TIMEOUT, "said")
+    assert "running" not in (ed.lua("return _G.shown.prompt") or "") and running(ed) == ["gemini"]
+    # Its SessionStart names the conversation a session has (a new one, or `--resume latest`).
+    ed.lua(
+        "require('gemini_companion.agents.attention').event(...)",
+        {"agent": "gemini", "hook_event_name": "SessionStart", "session_id": "a77ccaec-7cf5-43f0-a37e-b58a68fbc499"},
+    )
+    stub_select(ed, 1, 1)  # the newest: now gemini's
+    ed.nvim.command("Gemini sessions")
+    wait_for(lambda: ed.messages().count("gemini has that conversation open") == 2, TIMEOUT, "said again")
+    assert running(ed) == ["gemini"]

@@ -32,6 +32,7 @@ local H = {}
 ---@field state gemini_companion.AgentState? What it is doing (attention.lua).
 ---@field state_detail string? What it waits for, or why its turn failed.
 ---@field heard boolean? A hook of it has been heard: its state comes from hooks (else its screen).
+---@field conversation string? The CLI's session id, when known (its `--resume <id>`, its SessionStart).
 
 ---@class gemini_companion.TerminalProvider
 ---@field start fun(agent: gemini_companion.Agent, cmd: string[], env: table<string, string>, on_exit: fun(code: integer), focus: boolean): boolean, string? Shown (and focused when `focus`, where it can be); `on_exit` may be called from any context.
@@ -142,6 +143,7 @@ function H.spawn(name, cmd, agent_spec, focus)
     started = vim.uv.hrtime(),
   }
   agent.cli, agent.version = require('gemini_companion.agents.cli_package').of(cmd)
+  agent.conversation = require('gemini_companion.agents.instances').conversation(cmd)
   local own = connection.register(agent) -- first: it brings the server's latest environment
   local env = vim.tbl_extend('force', connection.env(), own, agent_spec.env or {})
   if next(env) == nil then -- no server, no env of its own: an empty {} would reach jobstart as a List (E475)

@@ -69,6 +69,18 @@ function M.names()
   return names
 end
 
+--- The conversation a command line resumes by id (`--resume <id>`), if any.
+---@param cmd string[]
+---@return string?
+function M.conversation(cmd)
+  for i, word in ipairs(cmd) do
+    if (word == '--resume' or word == '-r') and cmd[i + 1] and cmd[i + 1] ~= 'latest' then
+      return cmd[i + 1]
+    end
+  end
+  return nil
+end
+
 --- The first name of `entry` that is free: the entry itself, else `entry@2`, `entry@3`, …
 ---@param entry string
 ---@param taken fun(name: string): boolean

@@ -263,6 +263,11 @@ local function start_on(name, args)
   if #busy == 0 then
     return agents.open(name, args)
   end
+  for _, session in ipairs(busy) do -- two CLIs writing one conversation's file mix it up
+    if args[1] == '--resume' and args[2] == agents.get(session).conversation then
+      return message.notify(('%s has that conversation open: :Gemini %s shows it'):format(session, session), 'warn')
+    end
+  end
   -- The one it would replace: the one named, else the last one used, else the first.
   local target = agents.get(name) and name or (vim.tbl_contains(busy, agents.last) and agents.last or busy[1])
   instances.resume_beside(target, args)
