@@ -176,11 +176,12 @@ def test_a_session_is_titled_by_what_the_user_asked(sandbox, cli):
 
 
 @pytest.mark.parametrize("cli", ["gemini", "qwen"])
-def test_sessions_while_the_resumed_agent_runs_asks_where_and_esc_changes_nothing(sandbox, cli):
-    """`:Gemini sessions` right after `:Gemini resume`: once a conversation is picked, a question that
-    stays on screen asks whether it starts beside the running agent or in its place (the agent's
-    terminal was entered after it: `-- TERMINAL --` hid the old one-line answer); <Esc> changes
-    nothing: the same process runs on, no second session starts (agents/instances.lua)."""
+def test_resume_while_the_resumed_agent_runs_asks_where_and_esc_changes_nothing(sandbox, cli):
+    """`:Gemini resume` again right after `:Gemini resume`: a question that stays on screen asks
+    whether the conversation starts beside the running agent or in its place (the agent's terminal
+    was entered after it: `-- TERMINAL --` hid the old one-line answer); <Esc> changes nothing: the
+    same process runs on, no second session starts (agents/instances.lua). (`:Gemini sessions` asks
+    the same after the pick, unless the pick is the conversation the agent has open: the one here.)"""
     model = Model([])
     try:
         first_conversation(sandbox, cli, model)
@@ -192,9 +193,7 @@ def test_sessions_while_the_resumed_agent_runs_asks_where_and_esc_changes_nothin
                 "return vim.tbl_map(function(a) return {a.name, a.pid} end, require('gemini_companion.agents').list())"
             )
             before = tui.lua(agents)
-            tui.ex("Gemini sessions")
-            tui.wait_screen(f"Resume a {cli} conversation")  # the list (its prompt may be in the terminal too)
-            pick(tui, PROMPTS[0])
+            tui.ex("Gemini resume")
             tui.wait_screen(f"{cli} is running: resume beside it or in its place?")
             tui.wait_screen("In its place: stop")  # not a flash: it waits for the answer
             tui.keys("Escape")
