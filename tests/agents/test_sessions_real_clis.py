@@ -204,3 +204,29 @@ def test_resume_while_the_resumed_agent_runs_asks_where_and_esc_changes_nothing(
             tui.close()
     finally:
         model.close()
+
+
+def test_the_conversation_qwen_has_open_is_not_started_beside_it(sandbox):
+    """Qwen's SessionStart names the conversation `--continue` resumed: picking that one from
+    `:Gemini sessions` says which session has it open, and starts nothing (two CLIs on one file)."""
+    model = Model([])
+    try:
+        first_conversation(sandbox, "qwen", model)
+        tui = neovim(sandbox, "qwen", model, "second", files=["notes.txt"])
+        try:
+            tui.ex("Gemini resume")
+            tui.wait_ready()
+            pids = "return vim.tbl_map(function(a) return a.pid end, require('gemini_companion.agents').list())"
+            before = tui.lua(pids)
+            tui.ex("Gemini sessions")
+            tui.wait_screen("Resume a qwen conversation")  # the list (the prompt may be in the terminal too)
+            pick(tui, PROMPTS[0])
+            screen = tui.wait_screen("qwen has that conversation open: :Gemini qwen shows it")
+            assert "beside it or in its place" not in screen
+            tui.keys("Enter")  # the list's hit-enter prompt, as a user would
+            wait_for(lambda: "Press ENTER" not in tui.screen(), E2E_TIMEOUT, "the prompt answered")
+            assert tui.lua(pids) == before
+        finally:
+            tui.close()
+    finally:
+        model.close()
