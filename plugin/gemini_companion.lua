@@ -58,6 +58,11 @@ local function agents()
   return require('gemini_companion.agents')
 end
 
+--- Configured agents and the running sessions of theirs (`gemini@2`).
+local function agent_names()
+  return require('gemini_companion.agents.instances').names()
+end
+
 -- `resume` and `sessions` are subcommands before they are agent names (:h gemini-companion-sessions).
 local SESSION_VERBS = { resume = true, sessions = true }
 vim.api.nvim_create_user_command('Gemini', function(opts)
@@ -71,30 +76,44 @@ vim.api.nvim_create_user_command('Gemini', function(opts)
   agents().toggle(verb, vim.list_slice(opts.fargs, 2))
 end, {
   nargs = '*',
-  desc = 'gemini-companion: toggle an agent ([agent] [args for its start]), resume [agent], sessions [agent]',
+  desc = 'gemini-companion: toggle an agent ([agent] [args for its start]), [agent] new, resume [agent], sessions [agent]',
   complete = function(lead, line)
     local words = vim.split(line, '%s+', { trimempty = true })
     local index = #words - (lead == '' and 0 or 1) -- the word being completed, after the command
     if index == 1 then
       local names = vim.tbl_filter(function(name) -- an agent named like a subcommand is reached through it
         return not SESSION_VERBS[name]
-      end, agents().names())
+      end, agent_names())
       return starting_with(lead, vim.list_extend({ 'resume', 'sessions' }, names))
+    elseif index == 2 and SESSION_VERBS[words[2]] then
+      return starting_with(lead, agent_names())
     end
-    return (index == 2 and SESSION_VERBS[words[2]]) and starting_with(lead, agents().names()) or {}
+    -- After an agent's name: another session of it.
+    return (index == 2 and require('gemini_companion.config').options.agents[words[2]])
+        and starting_with(lead, { 'new' })
+      or {}
   end,
 })
 vim.api.nvim_create_user_command('GeminiSend', function(opts)
   require('gemini_companion.agents.commands').send(opts)
-end, { nargs = '*', range = true, bang = true, desc = 'gemini-companion: send the selection to an agent' })
+end, {
+  nargs = '*',
+  range = true,
+  bang = true,
+  complete = function(lead, line)
+    local first = #vim.split(line, '%s+', { trimempty = true }) - (lead == '' and 0 or 1) == 1
+    return first and starting_with(lead, agent_names()) or {}
+  end,
+  desc = 'gemini-companion: send the selection to an agent',
+})
 vim.api.nvim_create_user_command('GeminiChanges', function(opts)
   require('gemini_companion.changes').command(opts.fargs)
 end, {
   nargs = '*',
   complete = function(lead)
-    return starting_with(lead, { 'all', 'mark', 'revert', 'undo' })
+    return starting_with(lead, vim.list_extend({ 'all', 'mark', 'revert', 'undo' }, agent_names()))
   end,
-  desc = 'gemini-companion: what agents changed ([turn], all, mark, revert [file], undo [turn])',
+  desc = 'gemini-companion: what agents changed ([turn|agent], all, mark, revert [file], undo [turn|agent])',
 })
 vim.api.nvim_create_user_command('GeminiPrompt', function(opts)
   require('gemini_companion.agents.compose').open(opts)
@@ -102,7 +121,7 @@ end, {
   nargs = '?',
   range = true,
   complete = function(lead)
-    return starting_with(lead, agents().names())
+    return starting_with(lead, agent_names())
   end,
   desc = 'gemini-companion: write a prompt in a buffer (:w sends it)',
 })

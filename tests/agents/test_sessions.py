@@ -259,7 +259,8 @@ def test_the_command_line_completes_subcommands_and_agents(world, editor_factory
     assert ed.lua(complete, "Gemini s") == ["sessions"]
     assert ed.lua(complete, "Gemini sessions q") == ["qwen"]
     assert ed.lua(complete, "Gemini resume ") == ["gemini", "qwen", "resume"]
-    assert ed.lua(complete, "Gemini qwen ") == []
+    assert ed.lua(complete, "Gemini qwen ") == ["new"]  # another session of it (agents/instances.lua)
+    assert ed.lua(complete, "Gemini qwen x") == [] and ed.lua(complete, "Gemini qwen new ") == []
     # The subcommand wins over the agent named `resume`: this resumes the default agent.
     ed.nvim.command("Gemini resume")
     assert started_with(world, "gemini") == ["--resume", "latest"]

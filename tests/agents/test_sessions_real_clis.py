@@ -176,9 +176,12 @@ def test_a_session_is_titled_by_what_the_user_asked(sandbox, cli):
 
 
 @pytest.mark.parametrize("cli", ["gemini", "qwen"])
-def test_sessions_while_the_resumed_agent_runs_says_so(sandbox, cli):
-    """`:Gemini sessions` right after `:Gemini resume`: a line that stays on screen says the agent
-    runs (the agent's terminal was entered after it: `-- TERMINAL --` hid it; no list, no word)."""
+def test_resume_while_the_resumed_agent_runs_asks_where_and_esc_changes_nothing(sandbox, cli):
+    """`:Gemini resume` again right after `:Gemini resume`: a question that stays on screen asks
+    whether the conversation starts beside the running agent or in its place (the agent's terminal
+    was entered after it: `-- TERMINAL --` hid the old one-line answer); <Esc> changes nothing: the
+    same process runs on, no second session starts (agents/instances.lua). (`:Gemini sessions` asks
+    the same after the pick, unless the pick is the conversation the agent has open: the one here.)"""
     model = Model([])
     try:
         first_conversation(sandbox, cli, model)
@@ -186,13 +189,43 @@ def test_sessions_while_the_resumed_agent_runs_says_so(sandbox, cli):
         try:
             tui.ex("Gemini resume")
             tui.wait_ready()
-            tui.ex("Gemini sessions")
-            said = f"{cli} is running: /quit it first"
-            tui.wait_screen(said)
-            # Not a flash: the terminal was entered right after it (its mode line replaced it).
+            agents = (
+                "return vim.tbl_map(function(a) return {a.name, a.pid} end, require('gemini_companion.agents').list())"
+            )
+            before = tui.lua(agents)
+            tui.ex("Gemini resume")
+            tui.wait_screen(f"{cli} is running: resume beside it or in its place?")
+            tui.wait_screen("In its place: stop")  # not a flash: it waits for the answer
+            tui.keys("Escape")
+            wait_for(lambda: "beside it or in its place" not in tui.screen(), E2E_TIMEOUT, "the question to go")
             assert tui.lua("return vim.api.nvim_get_mode().mode") != "t"
-            tui.lua("vim.cmd.redraw()")
-            tui.wait_screen(said)
+            assert tui.lua(agents) == before and len(before) == 1
+        finally:
+            tui.close()
+    finally:
+        model.close()
+
+
+def test_the_conversation_qwen_has_open_is_not_started_beside_it(sandbox):
+    """Qwen's SessionStart names the conversation `--continue` resumed: picking that one from
+    `:Gemini sessions` says which session has it open, and starts nothing (two CLIs on one file)."""
+    model = Model([])
+    try:
+        first_conversation(sandbox, "qwen", model)
+        tui = neovim(sandbox, "qwen", model, "second", files=["notes.txt"])
+        try:
+            tui.ex("Gemini resume")
+            tui.wait_ready()
+            pids = "return vim.tbl_map(function(a) return a.pid end, require('gemini_companion.agents').list())"
+            before = tui.lua(pids)
+            tui.ex("Gemini sessions")
+            tui.wait_screen("Resume a qwen conversation")  # the list (the prompt may be in the terminal too)
+            pick(tui, PROMPTS[0])
+            screen = tui.wait_screen("qwen has that conversation open: :Gemini qwen shows it")
+            assert "beside it or in its place" not in screen
+            tui.keys("Enter")  # the list's hit-enter prompt, as a user would
+            wait_for(lambda: "Press ENTER" not in tui.screen(), E2E_TIMEOUT, "the prompt answered")
+            assert tui.lua(pids) == before
         finally:
             tui.close()
     finally:

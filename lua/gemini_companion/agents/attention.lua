@@ -190,6 +190,7 @@ function M.event(ev)
   local name, kind = ev.hook_event_name, ev.notification_type
   if name == 'SessionStart' then
     M.set(agent, 'idle')
+    agent.conversation = type(ev.session_id) == 'string' and ev.session_id or agent.conversation
     if ev.source == 'resume' then -- Gemini 0.61's resume bug: its orphan goes before it does harm
       require('gemini_companion.agents.sessions').orphan(agent, ev.transcript_path)
     end

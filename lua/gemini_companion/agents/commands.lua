@@ -2,7 +2,6 @@
 --- text an agent is sent (the agent named first, else the last one used; agents/init.lua's
 --- `send` types it).
 local agents = require('gemini_companion.agents')
-local config = require('gemini_companion.config')
 local message = require('gemini_companion.message')
 
 local M = {}
@@ -53,7 +52,8 @@ function M.add(opts)
       message.brief(('GeminiAdd: %d marked %s'):format(#paths, #paths == 1 and 'node' or 'nodes'), 'info')
     end
   end
-  local agent, agent_spec = agents.get(agents.resolve(name)), config.options.agents[agents.resolve(name)]
+  local instances = require('gemini_companion.agents.instances')
+  local agent, agent_spec = agents.get(agents.resolve(name)), instances.spec(agents.resolve(name))
   local cli = agent and agent.cli or (agent_spec and require('gemini_companion.agents.cli_package').of(agent_spec.cmd))
   local send, looked, left = agents.send_later(), {}, #paths
   local listings = {} -- each folder read once for all the paths (a tree's 1,000 nodes in one folder)
@@ -106,11 +106,12 @@ function H.add_looked(paths, looked, cli, name, send)
   send(name, #refs > 0 and table.concat(refs, ' ') .. ' ' or nil)
 end
 
---- Split a command's words into a configured agent name (first word, optional) and the rest.
+--- Split a command's words into an agent name (first word, optional: a configured one or a
+--- session of one, `gemini@2`) and the rest.
 ---@param words string[]
 ---@return string?, string[]
 function H.agent_and_rest(words)
-  if words[1] and config.options.agents[words[1]] then
+  if words[1] and require('gemini_companion.agents.instances').entry(words[1]) then
     return words[1], vim.list_slice(words, 2)
   end
   return nil, words

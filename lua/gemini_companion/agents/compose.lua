@@ -27,7 +27,7 @@ local send, recall, buffer_of -- below the public functions
 ---@param opts table the user command's
 function M.open(opts)
   local agent = opts.fargs[1]
-  if agent and not require('gemini_companion.config').options.agents[agent] then
+  if agent and not require('gemini_companion.agents.instances').entry(agent) then
     return message.notify(('GeminiPrompt: no agent named %s'):format(prompt.text(agent, true)), 'error')
   end
   -- Opened again from a prompt buffer: its placeholders still speak of the window before it.

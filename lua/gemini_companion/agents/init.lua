@@ -32,6 +32,7 @@ local H = {}
 ---@field state gemini_companion.AgentState? What it is doing (attention.lua).
 ---@field state_detail string? What it waits for, or why its turn failed.
 ---@field heard boolean? A hook of it has been heard: its state comes from hooks (else its screen).
+---@field conversation string? The CLI's session id, when known (its `--resume <id>`, its SessionStart).
 
 ---@class gemini_companion.TerminalProvider
 ---@field start fun(agent: gemini_companion.Agent, cmd: string[], env: table<string, string>, on_exit: fun(code: integer), focus: boolean): boolean, string? Shown (and focused when `focus`, where it can be); `on_exit` may be called from any context.
@@ -67,7 +68,7 @@ end
 ---@param name string
 ---@return gemini_companion.AgentSpec?
 local function spec(name)
-  return config.options.agents[name]
+  return require('gemini_companion.agents.instances').spec(name) -- `gemini@2`: gemini's
 end
 
 ---@param agent gemini_companion.Agent
@@ -115,7 +116,8 @@ local function start(name, args, focus, done)
     return done(nil, problem)
   end
   local agent_spec = spec(name) --[[@as gemini_companion.AgentSpec]]
-  local cli = require('gemini_companion.agents.cli_settings').cli_of(name, cmd)
+  local entry = require('gemini_companion.agents.instances').entry(name) --[[@as string]]
+  local cli = require('gemini_companion.agents.cli_settings').cli_of(entry, cmd)
   require('gemini_companion.agents.cli_settings.ask').before_start(
     cli,
     config.options.cli_settings,
@@ -141,6 +143,7 @@ function H.spawn(name, cmd, agent_spec, focus)
     started = vim.uv.hrtime(),
   }
   agent.cli, agent.version = require('gemini_companion.agents.cli_package').of(cmd)
+  agent.conversation = require('gemini_companion.agents.instances').conversation(cmd)
   local own = connection.register(agent) -- first: it brings the server's latest environment
   local env = vim.tbl_extend('force', connection.env(), own, agent_spec.env or {})
   if next(env) == nil then -- no server, no env of its own: an empty {} would reach jobstart as a List (E475)
@@ -246,17 +249,55 @@ function M.hide(name)
   end
 end
 
---- Hidden → shown and focused; shown but not focused → focused; focused → hidden.
+--- Hidden → shown and focused; shown but not focused → focused; focused → hidden. `new` as the
+--- first argument: another session of the agent (instances.lua); the entry's name (or none) with
+--- several of its sessions running and none focused: the user picks one.
 ---@param name? string
 ---@param args? string[]
 function M.toggle(name, args)
-  name = resolve(name)
+  if args and args[1] == 'new' then
+    return M.new(name, vim.list_slice(args, 2))
+  end
+  local instances = require('gemini_companion.agents.instances')
+  local entry = instances.entry(resolve(name))
+  local of_entry = entry and (not name or name == '' or name == entry) -- (not one session named)
+  local sessions = of_entry and instances.running(entry) or {}
+  if #sessions > 1 and not (args and #args > 0) then
+    for _, session in ipairs(sessions) do
+      if running[session].provider.focused(running[session]) then
+        return M.hide(session)
+      end
+    end
+    return instances.pick(entry --[[@as string]], sessions, M.open, function()
+      M.new(entry)
+    end)
+  end
+  -- The one running, else the entry itself (not a session that was used last and has ended).
+  name = of_entry and (#sessions == 1 and sessions[1] or entry) or resolve(name)
   local agent = running[name]
   if agent and agent.provider.focused(agent) then
     M.hide(name)
   elseif agent or (args and #args > 0) or not require('gemini_companion.agents.sessions').consult(name) then
     M.open(name, args) -- (consult: the first start in this Neovim may resume, as `resume` says)
   end
+end
+
+--- Start another session of the agent entry `name` means (the entry itself when it does not run,
+--- else `entry@2`, `entry@3`, …), shown and focused.
+---@param name? string
+---@param args? string[]
+function M.new(name, args)
+  local instances = require('gemini_companion.agents.instances')
+  local entry = instances.entry(resolve(name))
+  if not entry then
+    return message.notify(select(2, command(resolve(name), {})) or '?', 'error')
+  end
+  M.open(
+    instances.next(entry, function(taken)
+      return running[taken] ~= nil or starting[taken] ~= nil
+    end),
+    args or {}
+  )
 end
 
 --- Focus without toggling.

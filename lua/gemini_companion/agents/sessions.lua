@@ -6,6 +6,7 @@
 --- texts are shown on one bounded line.
 local config = require('gemini_companion.config')
 local lister = require('gemini_companion.agents.sessions.lister')
+local instances = require('gemini_companion.agents.instances')
 local message = require('gemini_companion.message')
 
 local M = {}
@@ -30,8 +31,8 @@ local consulted = {}
 ---@param name string
 ---@return ('gemini'|'qwen')?
 local function cli_of(name)
-  local spec = config.options.agents[name]
-  return spec and require('gemini_companion.agents.cli_settings').cli_of(name, spec.cmd)
+  local entry = instances.entry(name)
+  return entry and require('gemini_companion.agents.cli_settings').cli_of(entry, instances.spec(entry).cmd)
 end
 
 --- The arguments that resume `id` (nil: the workspace's latest session; safe when there is none).
@@ -91,7 +92,7 @@ end
 ---@param cli 'gemini'|'qwen'
 ---@return string
 local function cli_home(name, cli)
-  return require('gemini_companion.agents.cli_settings').home(cli, (config.options.agents[name] or {}).env)
+  return require('gemini_companion.agents.cli_settings').home(cli, (instances.spec(name) or {}).env)
 end
 
 --- The folder with this workspace's Gemini session files: `tmp/<slug>/chats`, the slug from
@@ -210,7 +211,7 @@ function M.list(name, done, limit)
   if cli == 'gemini' and not chats then
     return done({})
   elseif cli == 'qwen' then
-    local spec = config.options.agents[name]
+    local spec = instances.spec(name) --[[@as gemini_companion.AgentSpec]]
     -- Qwen's own lister, run by the program: its time limit first, then ours (a little later).
     args = { 'qwen', tostring(M.TIMEOUT_MS / 1000), limit, unpack(spec.cmd) }
     vim.list_extend(args, { 'sessions', 'list', '--json', '--limit', limit })
@@ -238,7 +239,7 @@ end
 local function resumable(name)
   name = require('gemini_companion.agents').resolve(name)
   local agents = require('gemini_companion.agents')
-  if not config.options.agents[name] then
+  if not instances.entry(name) then
     message.notify(('no agent %q (agents: %s)'):format(name, table.concat(agents.names(), ', ')), 'error')
     return nil
   end
@@ -247,16 +248,29 @@ local function resumable(name)
     message.notify(('%s: resuming is known for Gemini CLI and Qwen Code only'):format(name), 'error')
     return nil
   end
-  if agents.get(name) then
-    -- Its conversation goes on and is saved as it goes: nothing to resume, nothing to stop unasked.
-    -- Not focused: entering its terminal would show `-- TERMINAL --` over this (never seen).
-    message.notify(
-      ('%s is running: /quit it first to resume another conversation (:Gemini %s shows it)'):format(name, name),
-      'warn'
-    )
-    return nil
-  end
   return name, cli
+end
+
+--- Start `name` on a conversation (`args`). While a session of its entry runs, its conversation
+--- goes on and is saved as it goes: nothing is stopped unasked (instances.lua asks beside it or in
+--- its place; never focused here: entering its terminal would show `-- TERMINAL --` over the question).
+---@param name string
+---@param args string[]
+local function start_on(name, args)
+  local agents, entry = require('gemini_companion.agents'), instances.entry(name) --[[@as string]]
+  consulted[entry] = true
+  local busy = instances.running(entry)
+  if #busy == 0 then
+    return agents.open(name, args)
+  end
+  for _, session in ipairs(busy) do -- two CLIs writing one conversation's file mix it up
+    if args[1] == '--resume' and args[2] == agents.get(session).conversation then
+      return message.notify(('%s has that conversation open: :Gemini %s shows it'):format(session, session), 'warn')
+    end
+  end
+  -- The one it would replace: the one named, else the last one used, else the first.
+  local target = agents.get(name) and name or (vim.tbl_contains(busy, agents.last) and agents.last or busy[1])
+  instances.resume_beside(target, args)
 end
 
 --- `:Gemini resume [agent]`: start the agent on the workspace's latest conversation.
@@ -265,8 +279,7 @@ function M.resume(name)
   local cli
   name, cli = resumable(name)
   if name and cli then
-    consulted[name] = true
-    require('gemini_companion.agents').open(name, M.args(cli))
+    start_on(name, M.args(cli))
   end
 end
 
@@ -289,9 +302,8 @@ function M.sessions(name)
       sessions,
       { prompt = ('Resume a %s conversation'):format(name), format_item = M.format },
       function(pick)
-        if pick and resumable(name) then
-          consulted[name] = true
-          require('gemini_companion.agents').open(name, M.args(cli, pick.id))
+        if pick then
+          start_on(name, M.args(cli, pick.id))
         end
       end
     )
@@ -303,12 +315,12 @@ end
 ---@param name string
 ---@return boolean
 function M.consult(name)
-  local mode, cli = config.options.resume, cli_of(name)
-  if consulted[name] or mode == 'never' or not cli then
+  local mode, cli, entry = config.options.resume, cli_of(name), instances.entry(name)
+  if not (cli and entry) or consulted[entry] or mode == 'never' then
     return false
   end
-  consulted[name] = true
-  for _, word in ipairs(config.options.agents[name].cmd) do
+  consulted[entry] = true
+  for _, word in ipairs(instances.spec(entry).cmd) do
     if RESUME_FLAGS[word] then
       return false -- its own command resumes already
     end

@@ -111,7 +111,7 @@ vim.api.nvim_create_autocmd('BufReadCmd', {
 
 -- Helpers ----------------------------------------------------------------------------------------
 
----@param spec? string a turn id, 'all', or nil (the last)
+---@param spec? string a turn id, an agent's name (its last turn: `gemini@2`'s own), or nil (the last)
 ---@return gemini_companion.Turn? turn, string? error
 function H.pick(spec)
   if #M.turns == 0 then
@@ -125,7 +125,12 @@ function H.pick(spec)
       return turn
     end
   end
-  return nil, ('no turn %s (kept: %d to %d)'):format(spec, M.turns[1].id, M.turns[#M.turns].id)
+  for i = #M.turns, 1, -1 do
+    if M.turns[i].agent == spec then
+      return M.turns[i]
+    end
+  end
+  return nil, ('no turn %s (kept: %d to %d)'):format(vim.fn.strtrans(spec), M.turns[1].id, M.turns[#M.turns].id)
 end
 
 --- `:GeminiChanges revert [file]`: the file named, or the one in the current window, in the turn
