@@ -1,0 +1,95 @@
+"""`terminal.tmux.keep`: a real Gemini CLI in its tmux pane outlives `:qa`, and the next Neovim in
+that folder takes it back: the same port and tokens served again, the agent listed, its IDE
+connection back (the plugin types `/ide enable` into its empty prompt: neither CLI reconnects by
+itself), and an openDiff review from it opens in the new Neovim and `:w` accepts it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import psutil
+import pytest
+
+from conftest import INIT, TIMEOUT, Sandbox, attach_listening, nvim_binary, wait_for
+from harness.fake_model import FakeModel, Turn
+from harness.tui import E2E_TIMEOUT, GEMINI_BIN, Tui, _quote, tmux_available
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
+]
+
+LABEL = "gemini (Gemini CLI 0.61.0)"
+
+
+def neovim_again(tui: Tui, sandbox: Sandbox, files: list[str]) -> None:
+    """A new Neovim in a new window of the same tmux server, in the same folder: `tui` drives it."""
+    socket = sandbox.base / "nvim-again.sock"
+    argv = [nvim_binary(), "--listen", str(socket), "-u", str(INIT), *files]
+    tui.tmux("new-window", " ".join(_quote(a) for a in argv))
+    tui.nvim, tui.nvim_socket = attach_listening(socket), socket
+    wait_for(lambda: tui.nvim.eval("v:vim_did_enter") == 1, TIMEOUT, "the new Neovim started")
+
+
+def pane_screen(tui: Tui, pane: str) -> str:
+    return tui.tmux("capture-pane", "-p", "-t", pane)
+
+
+def clients(tui: Tui) -> list[str]:
+    return [c["label"] for c in tui.status()["clients"]]
+
+
+def test_a_kept_gemini_survives_qa_and_reviews_in_the_next_neovim(sandbox):
+    target = sandbox.project / "greeting.txt"
+    target.write_text("hello\nworld\n")
+    replace = {"file_path": str(target), "instruction": "-", "old_string": "world", "new_string": "there"}
+    model = FakeModel([Turn(call="replace", args=replace), Turn(text="All done.")])
+    setup = {
+        "agents": {"gemini": {"cmd": [str(GEMINI_BIN)]}},
+        "cli_settings": "auto",
+        "terminal": {"provider": "tmux", "tmux": {"keep": True}},
+    }
+    tui = Tui(sandbox, model.url, [str(target)], ide_enabled=False, setup=setup)
+    try:
+        tui.wait_running()
+        tui.ex("Gemini")
+        wait_for(lambda: clients(tui) == [LABEL], E2E_TIMEOUT, "Gemini connected")
+        pane_pid = tui.status()["agents"][0]["pid"]
+        port = tui.status()["port"]
+        tui.tmux("select-pane", "-t", tui.lua("return vim.env.TMUX_PANE"))
+        tui.ex("qa")
+        wait_for(lambda: not tui.tmux("list-panes", "-a", "-F", "#{pane_current_command}").count("nvim"), 30, ":qa")
+        assert psutil.pid_exists(pane_pid)  # the agent outlived Neovim
+        records = list((sandbox.base / "state" / "nvim" / "gemini-companion" / "kept").iterdir())
+        assert len(records) == 1 and stat.S_IMODE(records[0].stat().st_mode) == 0o600
+        assert json.loads(records[0].read_text())["agents"][0]["pid"] == pane_pid
+
+        neovim_again(tui, sandbox, [str(target)])
+        tui.wait_running()
+        assert tui.status()["port"] == port  # the port its editor tools and hooks know
+        assert [a["name"] for a in tui.status()["agents"]] == ["gemini"]
+        assert tui.status()["agents"][0]["pid"] == pane_pid  # the same process, not a new one
+        assert not os.path.exists(records[0])  # used up
+        try:
+            wait_for(lambda: clients(tui) == [LABEL], E2E_TIMEOUT, "Gemini reconnected to the new Neovim")
+        except AssertionError:
+            print("MSGS", tui.nvim.command_output("messages"), pane_screen(tui, "%1"))
+            raise
+        agent_pane = tui.lua("return require('gemini_companion.agents').get('gemini').pane")
+        screen = wait_for(lambda: "Connected to Neovim" in (s := pane_screen(tui, agent_pane)) and s, 30, "its line")
+        assert screen.count("/ide enable") == 1  # typed by the plugin, once
+        # A review from it opens in the new Neovim; :w accepts it.
+        tui.lua("require('gemini_companion.agents').send(nil, ..., true)", "greet there instead of world")
+        try:
+            wait_for(lambda: tui.status()["diffs"], E2E_TIMEOUT, "the diff to open in the new Neovim")
+        except AssertionError:
+            print("SCREEN", pane_screen(tui, agent_pane))
+            raise
+        assert tui.status()["diffs"][0]["agent"] == LABEL
+        tui.ex("w")
+        wait_for(lambda: target.read_text() == "hello\nthere\n", E2E_TIMEOUT, "Gemini to write the file")
+    finally:
+        tui.close()
+        model.close()
