@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Sandbox, wait_for
+from conftest import Sandbox
 from harness.fake_model import FakeModel
 from harness.tui import Tui, tmux_available
 
@@ -69,15 +69,5 @@ def test_a_record_that_does_not_check_out_is_ignored_with_one_line(sandbox, mode
         assert tui.status()["agents"] == [] and tui.status()["port"] != 80
         assert not path.exists()  # used up: the next Neovim is not told again
         assert not list(sandbox.base.rglob("pwned"))
-    finally:
-        tui.close()
-
-
-def test_without_a_record_nothing_is_said(sandbox, model):
-    tui = Tui(sandbox, model.url, [], setup=SETUP)
-    try:
-        tui.wait_running()
-        wait_for(lambda: tui.status()["state"] == "running", 30, "running")
-        assert "kept" not in tui.nvim.command_output("messages")
     finally:
         tui.close()
