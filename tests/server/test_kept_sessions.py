@@ -4,12 +4,21 @@ of its token is resumed. The IDE endpoint's sessions stay strict."""
 
 from __future__ import annotations
 
+import http.client
 import json
-
-from server.test_security import post
 
 LIST = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
 OLD_SESSION = "0123456789abcdef0123456789abcdef"  # secrets.token_hex(16), as the last server issued
+
+
+def post(port: int, headers: dict[str, str], body: str, path: str = "/mcp") -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", path, body=body.encode(), headers={"Content-Type": "application/json", **headers})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
 
 
 def test_an_editor_tools_session_of_an_earlier_server_is_resumed_and_only_that(editor):
