@@ -1,4 +1,4 @@
-"""`terminal.tmux.keep`: a real Gemini CLI in its tmux pane outlives `:qa`, and the next Neovim in
+"""`terminal.tmux.keep`: a real Gemini CLI (and Qwen Code) in its tmux pane outlives `:qa`, and the next Neovim in
 that folder takes it back: the same port and tokens served again, the agent listed, its IDE
 connection back (the plugin types `/ide enable` into its empty prompt: neither CLI reconnects by
 itself), and an openDiff review from it opens in the new Neovim and `:w` accepts it."""
@@ -12,16 +12,17 @@ import stat
 import psutil
 import pytest
 
+from agents.tui_helpers import COMMANDS
 from conftest import INIT, TIMEOUT, Sandbox, attach_listening, nvim_binary, wait_for
 from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, GEMINI_BIN, Tui, _quote, tmux_available
+from harness.tui import E2E_TIMEOUT, Tui, _quote, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not tmux_available(), reason="tmux is needed to drive the Neovim TUI"),
 ]
 
-LABEL = "gemini (Gemini CLI 0.61.0)"
+LABELS = {"gemini": "gemini (Gemini CLI 0.61.0)", "qwen": "qwen (Qwen Code 0.24.4)"}
 
 
 def neovim_again(tui: Tui, sandbox: Sandbox, files: list[str]) -> None:
@@ -41,21 +42,25 @@ def clients(tui: Tui) -> list[str]:
     return [c["label"] for c in tui.status()["clients"]]
 
 
-def test_a_kept_gemini_survives_qa_and_reviews_in_the_next_neovim(sandbox):
+@pytest.mark.parametrize("cli", ["gemini", "qwen"])
+def test_a_kept_agent_survives_qa_and_reviews_in_the_next_neovim(sandbox, cli):
     target = sandbox.project / "greeting.txt"
     target.write_text("hello\nworld\n")
     replace = {"file_path": str(target), "instruction": "-", "old_string": "world", "new_string": "there"}
-    model = FakeModel([Turn(call="replace", args=replace), Turn(text="All done.")])
+    model = FakeModel([Turn(text="Noted."), Turn(call="replace", args=replace), Turn(text="All done.")])
     setup = {
-        "agents": {"gemini": {"cmd": [str(GEMINI_BIN)]}},
+        "agents": {cli: {"cmd": COMMANDS[cli]}},
+        "default_agent": cli,
         "cli_settings": "auto",
         "terminal": {"provider": "tmux", "tmux": {"keep": True}},
     }
+    label = LABELS[cli]
     tui = Tui(sandbox, model.url, [str(target)], ide_enabled=False, setup=setup)
     try:
         tui.wait_running()
         tui.ex("Gemini")
-        wait_for(lambda: clients(tui) == [LABEL], E2E_TIMEOUT, "Gemini connected")
+        wait_for(lambda: clients(tui) == [label], E2E_TIMEOUT, f"{cli} connected")
+        tui.ask_agent("remember the word kiwi", lambda: model.requests)
         pane_pid = tui.status()["agents"][0]["pid"]
         port = tui.status()["port"]
         tui.tmux("select-pane", "-t", tui.lua("return vim.env.TMUX_PANE"))
@@ -69,27 +74,32 @@ def test_a_kept_gemini_survives_qa_and_reviews_in_the_next_neovim(sandbox):
         neovim_again(tui, sandbox, [str(target)])
         tui.wait_running()
         assert tui.status()["port"] == port  # the port its editor tools and hooks know
-        assert [a["name"] for a in tui.status()["agents"]] == ["gemini"]
+        assert [a["name"] for a in tui.status()["agents"]] == [cli]
         assert tui.status()["agents"][0]["pid"] == pane_pid  # the same process, not a new one
         assert not os.path.exists(records[0])  # used up
+        agent_pane = tui.lua("return require('gemini_companion.agents').get(...).pane", cli)
         try:
-            wait_for(lambda: clients(tui) == [LABEL], E2E_TIMEOUT, "Gemini reconnected to the new Neovim")
+            wait_for(lambda: clients(tui) == [label], E2E_TIMEOUT, f"{cli} reconnected to the new Neovim")
         except AssertionError:
-            print("MSGS", tui.nvim.command_output("messages"), pane_screen(tui, "%1"))
+            print("MSGS", tui.nvim.command_output("messages"), pane_screen(tui, agent_pane))
             raise
-        agent_pane = tui.lua("return require('gemini_companion.agents').get('gemini').pane")
-        screen = wait_for(lambda: "Connected to Neovim" in (s := pane_screen(tui, agent_pane)) and s, 30, "its line")
+        agent_pane = tui.lua("return require('gemini_companion.agents').get(...).pane", cli)
+        screen = wait_for(lambda: (s := pane_screen(tui, agent_pane)).count("/ide enable") and s, 30, "typed")
         assert screen.count("/ide enable") == 1  # typed by the plugin, once
-        # A review from it opens in the new Neovim; :w accepts it.
+        if cli == "qwen":  # (its side requests after an answer take the scripted turns: reconnected is enough)
+            return
+        # A review from it opens in the new Neovim; :w accepts it; the conversation is the one before.
+        asked = len(model.requests)
         tui.lua("require('gemini_companion.agents').send(nil, ..., true)", "greet there instead of world")
         try:
             wait_for(lambda: tui.status()["diffs"], E2E_TIMEOUT, "the diff to open in the new Neovim")
         except AssertionError:
             print("SCREEN", pane_screen(tui, agent_pane))
             raise
-        assert tui.status()["diffs"][0]["agent"] == LABEL
+        assert tui.status()["diffs"][0]["agent"] == label
+        assert "remember the word kiwi" in json.dumps(model.requests[asked]["body"])
         tui.ex("w")
-        wait_for(lambda: target.read_text() == "hello\nthere\n", E2E_TIMEOUT, "Gemini to write the file")
+        wait_for(lambda: target.read_text() == "hello\nthere\n", E2E_TIMEOUT, f"{cli} to write the file")
     finally:
         tui.close()
         model.close()

@@ -495,7 +495,7 @@ function M.adopt(kept)
     pid = kept.pid,
     hidden = kept.hidden == true, -- (not `ready`: a send waits for its screen to settle, /ide enable typed)
     cli = (kept.cli == 'gemini' or kept.cli == 'qwen') and kept.cli or nil,
-    version = '',
+    version = type(kept.version) == 'string' and kept.version:match('^[%w.+-]+$') and kept.version:sub(1, 40) or '',
     gemini_pid = type(kept.gemini_pid) == 'number' and kept.gemini_pid or nil, -- (the host checks them)
     qwen_port = type(kept.qwen_port) == 'number' and kept.qwen_port or nil,
   }

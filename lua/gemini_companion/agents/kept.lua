@@ -238,6 +238,7 @@ function M.record(agents)
       pid = agent.pid,
       process = proc and proc.name,
       cli = agent.cli,
+      version = agent.version,
       gemini_pid = agent.gemini_pid,
       qwen_port = agent.qwen_port,
       hidden = agent.hidden or false,
