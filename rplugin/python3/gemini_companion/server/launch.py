@@ -51,9 +51,11 @@ def new_token() -> str:
 def launch(nvim_pid: int, workspace: list[str], reuse: object = None) -> Launch:
     """`reuse`: the port and tokens agents kept from an earlier Neovim were given (kept.py), served
     again when the port is free; anything else in it is ignored."""
-    from gemini_companion.server import kept  # (only what reuse needs: nothing at a plain start)
+    kept_server = None
+    if reuse:  # (imported only then: `re` would cost a plain start's port file)
+        from gemini_companion.server import kept
 
-    kept_server = kept.server(reuse) if reuse else None
+        kept_server = kept.server(reuse)
     sock, taken, tokens = None, None, {}
     if kept_server:
         try:
