@@ -7,12 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import Sandbox
+from agents.tui_helpers import neovim_again
+from conftest import HARNESS, Sandbox, wait_for
 from harness.fake_model import FakeModel
 from harness.tui import Tui, tmux_available
 
@@ -69,5 +71,33 @@ def test_a_record_that_does_not_check_out_is_ignored_with_one_line(sandbox, mode
         assert tui.status()["agents"] == [] and tui.status()["port"] != 80
         assert not path.exists()  # used up: the next Neovim is not told again
         assert not list(sandbox.base.rglob("pwned"))
+    finally:
+        tui.close()
+
+
+def test_a_kept_hidden_agent_comes_back_hidden_and_shows_beside_the_new_neovim(sandbox, model):
+    """The fake agent (no CLI screen: /ide enable is not typed, the line says to): kept hidden in
+    tmux's background window, taken back hidden, and `:Gemini` joins its pane to the new Neovim's."""
+    fake = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(sandbox.base / "a")}}
+    setup = {**SETUP, "agents": {"fake": fake}, "default_agent": "fake"}
+    tui = Tui(sandbox, model.url, [], setup=setup)
+    try:
+        tui.wait_running()
+        tui.ex("Gemini")
+        wait_for(lambda: tui.status()["agents"], 30, "the agent")
+        pid = tui.status()["agents"][0]["pid"]
+        tui.lua("require('gemini_companion.agents').hide()")
+        wait_for(lambda: not tui.status()["agents"][0]["visible"], 30, "hidden")
+        tui.ex("qa")
+        wait_for(lambda: "nvim" not in tui.tmux("list-panes", "-a", "-F", "#{pane_current_command}"), 30, ":qa")
+        neovim_again(tui, sandbox, [])
+        tui.wait_running()
+        wait_for(lambda: tui.status()["agents"], 30, "the agent taken back")
+        listed = tui.status()["agents"][0]
+        assert (listed["name"], listed["pid"], listed["visible"]) == ("fake", pid, False)
+        wait_for(lambda: "type /ide enable" in tui.nvim.command_output("messages"), 30, "the line")
+        tui.ex("Gemini")
+        panes = lambda: tui.tmux("list-panes", "-F", "#{pane_pid}").split()  # noqa: E731 - Neovim's window
+        wait_for(lambda: str(pid) in panes() and len(panes()) == 2, 30, "its pane beside the new Neovim")
     finally:
         tui.close()

@@ -12,10 +12,10 @@ import stat
 import psutil
 import pytest
 
-from agents.tui_helpers import COMMANDS
-from conftest import INIT, TIMEOUT, Sandbox, attach_listening, nvim_binary, wait_for
+from agents.tui_helpers import COMMANDS, neovim_again
+from conftest import wait_for
 from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, Tui, _quote, tmux_available
+from harness.tui import E2E_TIMEOUT, Tui, tmux_available
 
 pytestmark = [
     pytest.mark.e2e,
@@ -23,15 +23,6 @@ pytestmark = [
 ]
 
 LABELS = {"gemini": "gemini (Gemini CLI 0.61.0)", "qwen": "qwen (Qwen Code 0.24.4)"}
-
-
-def neovim_again(tui: Tui, sandbox: Sandbox, files: list[str]) -> None:
-    """A new Neovim in a new window of the same tmux server, in the same folder: `tui` drives it."""
-    socket = sandbox.base / "nvim-again.sock"
-    argv = [nvim_binary(), "--listen", str(socket), "-u", str(INIT), *files]
-    tui.tmux("new-window", " ".join(_quote(a) for a in argv))
-    tui.nvim, tui.nvim_socket = attach_listening(socket), socket
-    wait_for(lambda: tui.nvim.eval("v:vim_did_enter") == 1, TIMEOUT, "the new Neovim started")
 
 
 def pane_screen(tui: Tui, pane: str) -> str:
