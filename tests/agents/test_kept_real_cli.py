@@ -91,6 +91,11 @@ def test_a_kept_agent_survives_qa_and_reviews_in_the_next_neovim(sandbox, cli):
         assert "remember the word kiwi" in json.dumps(model.requests[asked]["body"])
         tui.ex("w")
         wait_for(lambda: target.read_text() == "hello\nthere\n", E2E_TIMEOUT, f"{cli} to write the file")
+        # Its turn hooks found the new Neovim (the same key, served again): attention and :GeminiChanges.
+        heard = "return require('gemini_companion.agents').get(...).heard"
+        wait_for(lambda: tui.lua(heard, cli), 30, "its hooks heard by the new Neovim")
+        last = wait_for(lambda: tui.status()["changes"]["last"], 30, "a turn recorded")
+        assert last["agent"] == cli
     finally:
         tui.close()
         model.close()
