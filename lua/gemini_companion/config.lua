@@ -53,6 +53,7 @@
 ---@class gemini_companion.TmuxConfig
 ---@field position 'right'|'left'|'bottom'|'top' Beside Neovim's pane.
 ---@field size string|integer Cells, or a percentage ('40%').
+---@field keep boolean Leave the agent running when Neovim exits; the next Neovim in this folder takes it back.
 
 ---@class gemini_companion.ExternalConfig
 ---@field cmd? string[]|fun(cmd: string[]): string[] The program; the word '{cmd}' becomes the agent's command.
@@ -161,6 +162,11 @@ local PLACE = {
           return (type(v) == 'number' and v >= 1 and v == math.floor(v) and v < math.huge)
             or (type(v) == 'string' and v:match('^%d+%%?$') ~= nil)
         end),
+      },
+      keep = {
+        doc = 'Leave the agent running when Neovim exits; the next Neovim in this folder takes it back.',
+        default = false,
+        check = BOOLEAN,
       },
     },
   },

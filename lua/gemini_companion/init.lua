@@ -68,7 +68,10 @@ end
 function M.start(quiet)
   local host = require('gemini_companion.host')
   local log = require('gemini_companion.log').settings()
-  local _, err = host.notify('start', { nvim_pid = vim.fn.getpid(), workspace = M.workspace(), log = log }, quiet)
+  local kept = require('gemini_companion.agents.kept')
+  local reuse = kept.wanted() and kept.server() or nil -- agents an earlier Neovim left running here
+  local params = { nvim_pid = vim.fn.getpid(), workspace = M.workspace(), log = log, reuse = reuse }
+  local _, err = host.notify('start', params, quiet)
   state().start_asked = not err
   if not err then
     local changes = config().options.changes
@@ -91,6 +94,9 @@ end
 function M.stop()
   local host = require('gemini_companion.host')
   state().start_asked = false
+  if vim.v.exiting ~= vim.NIL and package.loaded['gemini_companion.agents'] then
+    require('gemini_companion.agents').leave() -- kept agents are recorded while the server runs
+  end
   if package.loaded['gemini_companion.context'] then
     require('gemini_companion.context').detach()
   end

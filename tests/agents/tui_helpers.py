@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import Sandbox, wait_for
+from conftest import INIT, TIMEOUT, Sandbox, attach_listening, nvim_binary, wait_for
 from harness.fake_model import FakeModel, Turn
-from harness.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui
+from harness.tui import E2E_TIMEOUT, GEMINI_BIN, NODE22, QWEN_CLI, READY, Tui, _quote
 
 COMMANDS = {"gemini": [str(GEMINI_BIN)], "qwen": [str(NODE22), str(QWEN_CLI)]}
 
@@ -90,3 +90,12 @@ def open_agent(tui: Tui, cli: str) -> None:
     """`:Gemini`, then wait for the CLI's prompt on screen."""
     tui.ex("Gemini")
     wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
+
+
+def neovim_again(tui: Tui, sandbox: Sandbox, files: list[str]) -> None:
+    """A new Neovim in a new window of the same tmux server, in the same folder: `tui` drives it."""
+    socket = sandbox.base / "nvim-again.sock"
+    argv = [nvim_binary(), "--listen", str(socket), "-u", str(INIT), *files]
+    tui.tmux("new-window", " ".join(_quote(a) for a in argv))
+    tui.nvim, tui.nvim_socket = attach_listening(socket), socket
+    wait_for(lambda: tui.nvim.eval("v:vim_did_enter") == 1, TIMEOUT, "the new Neovim started")

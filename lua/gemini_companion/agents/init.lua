@@ -517,11 +517,61 @@ end
 
 vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiStatusChanged', callback = rewire })
 
-vim.api.nvim_create_autocmd('VimLeavePre', {
-  group = group,
-  callback = function()
-    M.stop()
-  end,
-})
+--- Take back an agent an earlier Neovim left running in its tmux pane (agents/kept.lua: already
+--- checked to be there): its files written again under the numbers it reads, its pane watched.
+---@param kept table
+---@return gemini_companion.Agent? agent, string? why
+function M.adopt(kept)
+  local agent_spec = spec(kept.name)
+  if not agent_spec or running[kept.name] then
+    return nil, agent_spec and 'one of that name runs already' or 'no such agent in this setup'
+  end
+  ---@type gemini_companion.Agent
+  local agent = {
+    name = kept.name,
+    spec = agent_spec,
+    provider = require('gemini_companion.agents.terminal.tmux'),
+    started = vim.uv.hrtime(),
+    pane = kept.pane,
+    pid = kept.pid,
+    hidden = kept.hidden == true, -- (not `ready`: a send waits for its screen to settle, /ide enable typed)
+    cli = (kept.cli == 'gemini' or kept.cli == 'qwen') and kept.cli or nil,
+    version = type(kept.version) == 'string' and kept.version:match('^[%w.+-]+$') and kept.version:sub(1, 40) or '',
+    gemini_pid = type(kept.gemini_pid) == 'number' and kept.gemini_pid or nil, -- (the host checks them)
+    qwen_port = type(kept.qwen_port) == 'number' and kept.qwen_port or nil,
+  }
+  connection.register(agent)
+  require('gemini_companion.agents.terminal.tmux').watch(
+    agent,
+    vim.schedule_wrap(function(code)
+      on_exit(agent, code)
+    end)
+  )
+  running[kept.name] = agent
+  require('gemini_companion.agents.attention').started(agent)
+  event('GeminiAgentStarted', { agent = kept.name, pid = agent.pid })
+  return agent
+end
+
+local left = false
+
+--- Neovim exits: the agents stop, but those kept (agents/kept.lua: recorded while the server still
+--- runs, so before it stops). Once.
+function M.leave()
+  if left then
+    return
+  end
+  left = true
+  local kept = require('gemini_companion.agents.kept')
+  local keep = vim.tbl_filter(kept.keeps, vim.tbl_values(running))
+  local recorded = #keep > 0 and kept.record(keep)
+  for _, agent in pairs(running) do
+    if not (recorded and kept.keeps(agent)) then
+      agent.provider.stop(agent)
+    end
+  end
+end
+
+vim.api.nvim_create_autocmd('VimLeavePre', { group = group, callback = M.leave })
 
 return M

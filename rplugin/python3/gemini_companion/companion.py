@@ -22,7 +22,7 @@ from gemini_companion.context.context import ContextFeature
 from gemini_companion.editor import Editor, PendingEditor
 from gemini_companion.feature import Feature
 from gemini_companion.review.review import ReviewFeature
-from gemini_companion.server import discovery, hook_keys, launch
+from gemini_companion.server import discovery, hook_keys, kept, launch
 from gemini_companion.server.access import Access
 from gemini_companion.server.log_lines import summary
 from gemini_companion.tools.tools import ToolsFeature
@@ -65,6 +65,7 @@ class Companion:
             "workspace": lambda p: self.set_workspace(list(p.get("workspace", []))),
             "agent_register": self.register_agent,
             "agent_unregister": self.unregister_agent,
+            "kept_server": lambda p: kept.secrets(self._ad) if self._ad else None,
             "log": self._log_from_lua,
         }
         for feature in self._features:
@@ -125,15 +126,18 @@ class Companion:
         problem = log.configure(params.get("log"))
         if problem:
             self._notify(problem, "warn")
-        self.start(int(params["nvim_pid"]), list(params.get("workspace", [])))
+        self.start(int(params["nvim_pid"]), list(params.get("workspace", [])), reuse=params.get("reuse"))
 
-    def start(self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None = None) -> None:
+    def start(
+        self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None = None, reuse: object = None
+    ) -> None:
+        """`reuse`: kept agents' port and tokens (server/kept.py), served again when the port is free."""
         try:
-            self._start(nvim_pid, workspace, launched)
+            self._start(nvim_pid, workspace, launched, reuse)
         except Exception as err:  # noqa: BLE001 - one clear line in the status, never a stuck `starting`
             self._fail(f"cannot start the server: {err}")
 
-    def _start(self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None) -> None:
+    def _start(self, nvim_pid: int, workspace: list[str], launched: launch.Launch | None, reuse: object) -> None:
         with self._lock:
             if self._state in ("starting", "running"):
                 self._retry_discovery()  # `:GeminiCompanion start` after fixing a directory
@@ -142,7 +146,7 @@ class Companion:
             self._nvim_pid = nvim_pid
             self._error = None
             self._clients = []
-            started = launched or launch.launch(nvim_pid, workspace)
+            started = launched or launch.launch(nvim_pid, workspace, reuse)
             sock, self._ad = started.listener(), started.ad
             self._listening = sock
             self._access.serve(self._ad)
@@ -154,6 +158,9 @@ class Companion:
             self._push()
             for line in started.errors:
                 self._notify(line, "error")
+            if started.taken:
+                taken = f"port {started.taken} is taken"
+                self._notify(f"{taken}: kept agents' editor tools and hooks cannot reach this Neovim", "warn")
             if not self._files:  # no CLI could find us: say why instead of serving nobody
                 sock.close()
                 self._ad = self._listening = None

@@ -65,6 +65,14 @@ function M.start(agent, cmd, env, on_exit, focus)
     return false, err or ('tmux said %q'):format(out)
   end
   agent.pane, agent.pid, agent.hidden = pane, tonumber(pid), false
+  M.watch(agent, on_exit)
+  return true
+end
+
+--- Call `on_exit` once the agent's process is gone (also one an earlier Neovim left: kept.lua).
+---@param agent gemini_companion.Agent
+---@param on_exit fun(code: integer)
+function M.watch(agent, on_exit)
   local timer = assert(vim.uv.new_timer())
   timer:start(POLL_MS, POLL_MS, function()
     if vim.uv.kill(agent.pid, 0) ~= 0 then
@@ -73,7 +81,6 @@ function M.start(agent, cmd, env, on_exit, focus)
       on_exit(-1) -- tmux reaped it: the code is not ours to know
     end
   end)
-  return true
 end
 
 --- Bring the pane back beside Neovim (when hidden) and focus it.

@@ -48,7 +48,7 @@ if start:
 
         params = json.loads(start)
         nvim_pid, workspace = int(params["nvim_pid"]), list(params["workspace"])
-        launched = launch.launch(nvim_pid, workspace)  # the port file first: the CLI's side starts
+        launched = launch.launch(nvim_pid, workspace, params.get("reuse"))  # the port file first: the CLI's side starts
         load_site()
         from gemini_companion import companion, log
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 class Launch:
     """A bound port, advertised: what `Companion.start` serves."""
 
-    __slots__ = ("_raw", "ad", "errors", "files", "swept")
+    __slots__ = ("_raw", "ad", "errors", "files", "swept", "taken")
 
     def __init__(self, raw: _socket.socket, ad: discovery.Advertisement) -> None:
         """Advertise `ad`, served on `raw`: its discovery files written (`files`), or why not
@@ -29,6 +29,7 @@ class Launch:
         file never bears our names (the port is ours now: a dead server's file of it is replaced)."""
         self._raw = raw
         self.ad = ad
+        self.taken: int | None = None  # a kept agents' port that was taken (kept.py): another was bound
         self.files, self.errors = discovery.write_all(ad)
         self.swept = discovery.sweep_stale()
 
@@ -48,28 +49,51 @@ def new_token() -> str:
     return os.urandom(32).hex()
 
 
-def launch(nvim_pid: int, workspace: list[str]) -> Launch:
-    sock = bind_loopback()
+def launch(nvim_pid: int, workspace: list[str], reuse: object = None) -> Launch:
+    """`reuse`: the port and tokens agents kept from an earlier Neovim were given (kept.py), served
+    again when the port is free; anything else in it is ignored."""
+    kept_server = None
+    if reuse:  # (imported only then: `re` would cost a plain start's port file)
+        from gemini_companion.server import kept
+
+        kept_server = kept.server(reuse)
+    sock, taken, tokens = None, None, {}
+    if kept_server:
+        try:
+            sock, tokens = bind_loopback(kept_server[0]), kept_server[1]
+        except OSError:
+            taken = kept_server[0]
+    sock = sock or bind_loopback()
     ad = discovery.Advertisement(
         port=sock.getsockname()[1],
-        token=new_token(),
-        qwen_token=new_token(),
-        tools_token=new_token(),
-        hooks_token=new_token(),
+        token=tokens.get("token") or new_token(),
+        qwen_token=tokens.get("qwen_token") or new_token(),
+        tools_token=tokens.get("tools_token") or new_token(),
+        hooks_token=tokens.get("hooks_token") or new_token(),
         ide_pid=ide_pid(nvim_pid),
         nvim_pid=nvim_pid,
         workspace=clean_roots(workspace),
     )
-    return Launch(sock, ad)
+    launched = Launch(sock, ad)
+    launched.taken = taken
+    return launched
 
 
-def bind_loopback() -> _socket.socket:
-    """Bind 127.0.0.1 on a free port now, so the port is known before anything slow."""
+def bind_loopback(port: int = 0) -> _socket.socket:
+    """Bind 127.0.0.1 on a free port now (or on `port`: OSError when it is taken), so the port is
+    known before anything slow."""
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # accepted sockets inherit it. Without it, a response's body waits behind its headers for the
     # client's delayed ACK (~40 ms on loopback).
     sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, _socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
+    # As asyncio's servers: the next Neovim can serve this port again at once (agents/kept.lua),
+    # though the connections this one leaves at exit linger (FIN-WAIT-2: the CLIs never close them).
+    sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
     sock.listen(128)
     os.set_inheritable(sock.fileno(), False)
     return sock

@@ -206,9 +206,23 @@ class McpServer:
         if not session_id:
             raise RpcError(400, -32600, "missing mcp-session-id: initialize first")
         session = self._sessions.get(session_id)
+        if session is None and identity.path == EDITOR_PATH:
+            session = self._resume(session_id, identity)
         if session is None or session.identity != identity:  # another token's session is not yours
             raise RpcError(404, -32001, "unknown session")
         session.last_seen = time.monotonic()
+        return session
+
+    def _resume(self, session_id: str, identity: Identity) -> Session | None:
+        """An editor-tools session an earlier server of these tokens opened (a kept agent's, see
+        agents/kept.lua): the CLIs never initialize again after a 404, so its tools would stay dead.
+        Its token is this server's: it could open a session anyway."""
+        if len(session_id) > 64 or not session_id.isalnum() or len(self._sessions) >= self._limits.max_sessions:
+            return None
+        session = Session(id=session_id, name="resumed", version="", identity=identity, path=identity.path)
+        session.initialized = True
+        self._sessions[session_id] = session
+        log.write(log.INFO, f"{session.label} resumed its session on {session.path} (session {session_id[:8]})")
         return session
 
     async def _post(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
