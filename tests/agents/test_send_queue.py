@@ -4,6 +4,9 @@ tests/harness/fake_agent.py, which records the bytes it is sent."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from agents.send_helpers import PASTE_END, PASTE_START, editing_with_agent, received
@@ -37,3 +40,19 @@ def test_a_send_that_raises_ends_its_turn_and_later_sends_go(editor_factory, san
     lines = [line for line in editor.messages().splitlines() if "did not go" in line]
     assert len(lines) == 1 and lines[0].startswith("gemini-companion: fake: a send did not go: "), lines
     assert lines[0].endswith(f"broken {step}"), lines  # its first line only
+
+
+def test_sends_waiting_for_an_agent_that_exits_are_dropped_with_one_line(editor_factory, sandbox):
+    # An agent whose screen never settles: the sends wait for it to take input (when_ready).
+    busy = {"cmd": ["sh", "-c", "while :; do date +%s%N; sleep 0.05; done"]}
+    editor = editor_factory(setup={"agents": {"busy": busy}, "default_agent": "busy"})
+    editor.wait_state("running")
+    editor.nvim.command("Gemini")
+    pid = wait_for(lambda: (editor.status()["agents"] or [{}])[0].get("pid"), what="the agent")
+    editor.lua("require('gemini_companion.agents').send(nil, 'first', true)")
+    editor.lua("require('gemini_companion.agents').send(nil, 'second', true)")
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not editor.status()["agents"], what="the agent to be gone")
+    assert editor.lua("return 1 + 1") == 2
+    said = wait_for(lambda: [line for line in editor.messages().splitlines() if "did not go" in line], what="the line")
+    assert said == ["gemini-companion: busy exited: 2 send(s) did not go"], said

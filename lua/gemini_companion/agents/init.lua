@@ -78,6 +78,7 @@ local function on_exit(agent, code)
     return
   end
   running[agent.name] = nil
+  require('gemini_companion.agents.send_queue').drop(agent)
   require('gemini_companion.agents.attention').exited(agent)
   if agent.port then
     host.notify('agent_unregister', { name = agent.name })

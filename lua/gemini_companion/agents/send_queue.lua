@@ -1,6 +1,7 @@
 --- Sends to one agent, one at a time and in order: a paste never lands between another send's
 --- paste and its Enter (which would submit both as one prompt, then an empty one). A send that
---- raises ends its turn with one line naming the reason: the sends after it still go.
+--- raises ends its turn with one line naming the reason: the sends after it still go; those of an
+--- agent that exited are dropped, with one line.
 local message = require('gemini_companion.message')
 
 local M = {}
@@ -22,6 +23,17 @@ function M.run(agent, job)
   end
   queues[agent] = {}
   H.start(agent, job)
+end
+
+--- The agent's process ended: the send under way and those waiting will not go (a CLI that is
+--- gone reads nothing); one line says how many.
+---@param agent gemini_companion.Agent
+function M.drop(agent)
+  local waiting = queues[agent]
+  if waiting then
+    queues[agent] = nil
+    message.notify(('%s exited: %d send(s) did not go'):format(agent.name, #waiting + 1), 'warn')
+  end
 end
 
 ---@param agent gemini_companion.Agent
