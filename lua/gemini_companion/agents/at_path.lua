@@ -125,7 +125,7 @@ function M.form(path, cli, seen)
     return nil, 'an @ the CLI would misread'
   elseif cli ~= 'qwen' and absolute:find('"', 1, true) then
     -- Its read_file tool refuses one too (validatePath: past 20 characters, as any absolute path).
-    return nil, 'a " in the name (Gemini CLI reads no file by it)'
+    return nil, 'a " Gemini CLI cannot read'
   end
   return M.code(plain)
 end
@@ -138,9 +138,9 @@ end
 function M.inexact(path)
   local absolute = prompt.absolute(path)
   if absolute:find('[%z\1-\31\127]') then
-    return 'a control character in the name'
+    return 'a control character'
   elseif prompt.text(absolute, true) ~= absolute then
-    return 'a byte that is not UTF-8 (or a C1 control) in the name'
+    return 'not UTF-8'
   end
 end
 
