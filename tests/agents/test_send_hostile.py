@@ -135,6 +135,15 @@ NAMES = [
 ]  # fmt: skip
 GLOB_NAMES = [b"*.txt", b"a?.txt", b"end\x1b[201~\r.txt", b"{y,z}.txt", b"+(p).txt", b"@(q).txt", b"!(r).txt"]
 BACKSLASH = b"back\\slash"  # a glob escape to both CLIs' file reading
+# Names no form carries as themselves (a control character or bytes that are not UTF-8 would reach
+# the prompt as pictures): refused for both CLIs.
+INEXACT = [
+    b"esc\x1b]0;x\x07\r\x03.txt",
+    b"bad\xff\xc2\x9b.txt",
+    b"nl\nname.txt",
+    b"tab\tname.txt",
+    b"end\x1b[201~\r.txt",
+]
 
 
 def code(text: str) -> str:
@@ -169,17 +178,22 @@ def test_add_references_hostile_names_as_themselves(editor_factory, sandbox):
 
         return " ".join([*map(form, names), "@" + escaped("./dir $HOME ~/")]).encode() + b" "
 
+    exact = [name for name in [*NAMES, *GLOB_NAMES, BACKSLASH] if name not in INEXACT]
     editor.lua("vim.cmd.GeminiAdd({ args = { 'qwen', ... }, magic = { file = false } })", *every)
     wait_for(lambda: PASTE_END in received(qwen_log), what="the references for Qwen")
-    assert pastes(received(qwen_log)) == [refs([*NAMES, *GLOB_NAMES, BACKSLASH], [BACKSLASH], absolute=True)]
-    assert "GeminiAdd" not in editor.messages()
+    assert pastes(received(qwen_log)) == [refs(exact, [BACKSLASH], absolute=True)]
+    said = [m for m in editor.messages().splitlines() if "GeminiAdd" in m]
+    assert len(said) == 1 and said[0].startswith("gemini-companion: GeminiAdd: a control character; not UTF-8: esc"), (
+        said
+    )
     editor.lua("vim.cmd.GeminiAdd({ args = { 'fake', ... }, magic = { file = false } })", *every)
     wait_for(lambda: PASTE_END in received(log), what="the references for another CLI")
-    to_gemini = [name for name in [*NAMES, *GLOB_NAMES, BACKSLASH] if name != b"@(q).txt"]
-    plain = [b'it\'s "q".txt', *GLOB_NAMES, BACKSLASH]
+    to_gemini = [name for name in exact if name not in (b"@(q).txt", b'it\'s "q".txt')]
+    plain = [*GLOB_NAMES, BACKSLASH]
     assert pastes(received(log)) == [refs(to_gemini, plain)]
-    reason = "GeminiAdd: an @ the CLI would misread: @(q).txt"
-    assert reason in editor.messages()  # (one line)
+    said = last_add_line(editor, 'a " Gemini CLI cannot read; a control')  # (one line)
+    # (As many reasons as fit in the line, in the order of the names: then "not UTF-8; an @ ...".)
+    assert said.startswith('gemini-companion: GeminiAdd: a " Gemini CLI cannot read; a control'), said
     editor.nvim.command("GeminiAdd missing.txt")
     wait_for(lambda: "GeminiAdd: no such file: missing.txt" in editor.messages(), what="the refusal")
     # Typed: the words are paths as they are (Neovim itself turns an unescaped % or # into a buffer name).
@@ -236,12 +250,17 @@ def test_tmux_send_is_byte_for_byte_the_native_paste(editor_factory, sandbox, br
     editor.nvim.command("Gemini")
     wait_started(editor, log)
     send_hostile_selection(editor, log, sandbox)
-    name = b"x\x1b]0;t\x07\r\x03 y.txt"
-    (sandbox.project / os.fsdecode(name)).write_bytes(b"x\n")
+    # A name with control bytes cannot arrive as itself (they would go as pictures): refused, in one
+    # line; the same name without them goes as its reference.
+    hostile, name = b"x\x1b]0;t\x07\r\x03 y.txt", b"x]0;t y.txt"
+    for each in (hostile, name):
+        (sandbox.project / os.fsdecode(each)).write_bytes(b"x\n")
+    editor.lua("vim.cmd.GeminiAdd({ args = { ... }, magic = { file = false } })", hostile)
+    wait_for(lambda: "GeminiAdd: a control character: x" in editor.messages(), what="the refusal")
     editor.lua("vim.cmd.GeminiAdd({ args = { ... }, magic = { file = false } })", name)
     wait_for(lambda: received(log).count(PASTE_END) == 3, what="the reference")
     reference = f"@{escaped(shown(b'./' + name, one_line=True))} "
-    assert reference == "@./x\u241b\\]0\\;t\u2407\u240d\u2403\\ y.txt "
+    assert reference == "@./x\\]0\\;t\\ y.txt "
     assert pastes(received(log).replace(b"\r", b""))[2] == reference.encode()
 
 

@@ -18,14 +18,15 @@ from conftest import HARNESS, Editor, wait_for
 PLUGINS = Path("/work/shared/fixtures/user-plugins")
 PASTE = re.compile(rb"\x1b\[200~(.*?)\x1b\[201~", re.DOTALL)
 
-QUOTED, HASHED, PLAIN = 'it\'s "q" 100%.txt', "#x y.txt", "plain.txt"
+QUOTED, HASHED, PLAIN = "it's [q] 100%.txt", "#x y.txt", "plain.txt"
 NEWLINE = "new\nline.txt"  # listed by the explorer (it reads the folder); the others list lines of `find`
-# What :GeminiAdd sends for each (at_path.lua's forms), in the working directory or a folder of it.
+# What :GeminiAdd sends for each (at_path.lua's forms), in the working directory or a folder of it
+# (a name with a newline: nothing, one line says why).
 SENT = {
-    QUOTED: '`{}it\'s "q" 100%.txt`',
+    QUOTED: "`{}it's [q] 100%.txt`",
     HASHED: "@./{}\\#x\\ y.txt",
     PLAIN: "@./{}plain.txt",
-    NEWLINE: "@./{}new\u240aline.txt",
+    NEWLINE: "",
 }
 FOLDERS = {"": "", "sub dir": "sub\\ dir/"}  # a folder, and as an @path names it
 # A query that leaves only that name in fzf (the typed keys, '<' as <lt>).
@@ -190,10 +191,12 @@ def test_a_picker_action_adds_files_as_gemini_add_does(editor_factory, sandbox, 
         return SENT[name].format(FOLDERS[folder] if SENT[name].startswith("@") else plain).encode()
 
     if selected == "two-selected":  # in the order selected (the entry under the cursor is not one)
-        assert sent == [ref(two[0]) + b" " + ref(two[1]) + b" "]
+        assert sent == [b"".join(ref(name) + b" " for name in two if SENT[name])]
     else:
         assert sent == [ref(HASHED) + b" "]
-    assert "GeminiAdd" not in editor.messages()
+    refused = NEWLINE in two and selected == "two-selected"
+    assert ("GeminiAdd: a control character: " in editor.messages()) == refused, editor.messages()
+    assert ("GeminiAdd" in editor.messages()) == refused, editor.messages()
 
 
 def test_add_for_other_pickers_takes_every_name_as_a_path(editor_factory, sandbox):

@@ -103,6 +103,10 @@ end
 ---@param seen? gemini_companion.AtPathSeen nil: a file without a twin
 ---@return string? text, string? why
 function M.form(path, cli, seen)
+  local inexact = M.inexact(path)
+  if inexact then
+    return nil, inexact
+  end
   seen = seen or { directory = false, twin = false }
   local ref = prompt.reference(path, seen.directory)
   local absolute = prompt.absolute(path)
@@ -119,8 +123,25 @@ function M.form(path, cli, seen)
     -- Both CLIs read an unescaped @ in the prompt as a reference; an escaped one reaches the model
     -- with its backslash.
     return nil, 'an @ the CLI would misread'
+  elseif cli ~= 'qwen' and absolute:find('"', 1, true) then
+    -- Its read_file tool refuses one too (validatePath: past 20 characters, as any absolute path).
+    return nil, 'a " Gemini CLI cannot read'
   end
   return M.code(plain)
+end
+
+--- Why no form of `path` reaches a CLI as exactly that name (nil: one may): every form is text in
+--- the prompt, where a control character or a byte that is not UTF-8 would be shown as a symbol
+--- (prompt.text).
+---@param path string
+---@return string?
+function M.inexact(path)
+  local absolute = prompt.absolute(path)
+  if absolute:find('[%z\1-\31\127]') then
+    return 'a control character'
+  elseif prompt.text(absolute, true) ~= absolute then
+    return 'not UTF-8'
+  end
 end
 
 --- Whether Gemini CLI would drop `ref` (`@path`, escaped) as noise, by what it holds after its

@@ -79,6 +79,7 @@ local function on_exit(agent, code)
     return
   end
   running[agent.name] = nil
+  require('gemini_companion.agents.send_queue').drop(agent)
   require('gemini_companion.agents.attention').exited(agent)
   if agent.port then
     host.notify('agent_unregister', { name = agent.name })
@@ -390,8 +391,6 @@ local function reach(name, fn)
   end
 end
 
-local in_turn -- below M.send
-
 --- Type `text` into the agent's prompt as a bracketed paste (never submits on its own); `submit`:
 --- then press Enter as a separate key, late enough that the CLI takes it as submit. The text
 --- arrives as text (`prompt.text`): no byte of it is a key, an escape sequence or the paste's end.
@@ -426,55 +425,36 @@ function H.deliver(name, text, submit)
   name = resolve(name)
   reach(name, function(agent)
     M.last = name
-    in_turn(agent, function(done)
-      when_ready(agent, function()
-        local ok, err = agent.provider.paste(agent, text)
-        if not ok then
-          done()
-          return message.notify(err or '?', 'warn')
-        elseif not submit then
-          return done()
-        end
-        -- Gemini turns an Enter within ~40 ms of a paste into a newline (agents/submit.lua: and
-        -- when the machine holds it back, however late the Enter comes).
-        vim.defer_fn(function()
-          if running[name] == agent then
-            -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
-            host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
-            require('gemini_companion.agents.submit').enter(agent, function()
-              return running[name] == agent
-            end)
+    require('gemini_companion.agents.send_queue').run(agent, function(done, guard)
+      when_ready(
+        agent,
+        guard(function()
+          local ok, err = agent.provider.paste(agent, text)
+          if not ok then
+            done()
+            return message.notify(err or '?', 'warn')
+          elseif not submit then
+            return done()
           end
-          done()
-        end, SUBMIT_DELAY_MS)
-      end)
+          -- Gemini turns an Enter within ~40 ms of a paste into a newline (agents/submit.lua: and
+          -- when the machine holds it back, however late the Enter comes).
+          vim.defer_fn(
+            guard(function()
+              if running[name] == agent then
+                -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
+                host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
+                require('gemini_companion.agents.submit').enter(agent, function()
+                  return running[name] == agent
+                end)
+              end
+              done()
+            end),
+            SUBMIT_DELAY_MS
+          )
+        end)
+      )
     end)
   end)
-end
-
---- Sends to one agent, one at a time and in order: a paste never lands between another send's
---- paste and its Enter (which would submit both as one prompt, then an empty one).
----@type table<gemini_companion.Agent, fun(done: fun())[]>
-local queues = setmetatable({}, { __mode = 'k' })
-
---- Run `job(done)` for `agent` once the jobs before it have called their `done`.
----@param agent gemini_companion.Agent
----@param job fun(done: fun())
-in_turn = function(agent, job)
-  if queues[agent] then
-    return table.insert(queues[agent], job)
-  end
-  queues[agent] = {}
-  local function run(next_job)
-    next_job(function()
-      local following = queues[agent] and table.remove(queues[agent], 1)
-      if following then
-        return run(following)
-      end
-      queues[agent] = nil
-    end)
-  end
-  run(job)
 end
 
 --- Send `prompt` with its placeholders (`{file}`, `{position}`, `{selection}`, `{diagnostics}`,
