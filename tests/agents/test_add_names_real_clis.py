@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agents.tui_helpers import agent_screen, one_agent
+from agents.tui_helpers import add_and_ask, agent_screen, one_agent
 from conftest import Sandbox, wait_for
 from harness.fake_model import FakeModel, Turn
 from harness.tui import E2E_TIMEOUT, READY, Tui, tmux_available
@@ -78,27 +78,8 @@ def test_a_route_name_reaches_the_model_as_exactly_that_file(running, sandbox):
         (sandbox.project / name).write_text(f"{marker}\n")
     tui.ex("Gemini")
     wait_for(lambda: READY in agent_screen(tui, cli), E2E_TIMEOUT, f"{cli}'s prompt")
-    tui.ex("wincmd p")
-    wait_for(lambda: tui.lua("return vim.bo.buftype") == "", E2E_TIMEOUT, "the editor's window")
     named = [name for name, marker in FILES.items() if "SIBLING" not in marker]
-    tui.lua("vim.cmd.GeminiAdd({ args = ..., magic = { file = false } })", named)
-    wait_for(lambda: "page.svelte" in agent_screen(tui, cli), E2E_TIMEOUT, "the references in the prompt")
-    tui.lua("require('gemini_companion.agents').send(nil, ...)", ASKED)
-    wait_for(lambda: ASKED in agent_screen(tui, cli), E2E_TIMEOUT, "the question in the prompt")
-
-    def sent() -> str:
-        with model._lock:
-            return json.dumps([r["body"] for r in model.requests])
-
-    def submitted() -> bool:
-        """Enter until the turn starts: Gemini turns an Enter that comes before it has handled a
-        paste into a newline, and a loaded machine can hold it up long after the send's own Enter."""
-        if ASKED in sent():
-            return True
-        tui.lua("local agent = require('gemini_companion.agents').get(...) agent.provider.enter(agent)", cli)
-        return False
-
-    wait_for(submitted, E2E_TIMEOUT, "the turn")
+    sent = add_and_ask(tui, cli, model, named, "page.svelte", ASKED)
 
     wanted = [marker for marker in FILES.values() if "SIBLING" not in marker]
     wait_for(lambda: all(marker in sent() for marker in wanted), E2E_TIMEOUT, "the files")

@@ -6,12 +6,11 @@ in one line naming the reason first; the other names still go, and the model get
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from agents.tui_helpers import agent_screen, answering_seen, open_agent
+from agents.tui_helpers import add_and_ask, answering_seen, open_agent
 from conftest import wait_for
 from harness.tui import E2E_TIMEOUT, tmux_available
 
@@ -43,26 +42,7 @@ def test_names_that_cannot_arrive_exactly_are_refused_and_the_rest_go(running, s
         with open(os.path.join(bytes(sandbox.project), name), "w") as out:
             out.write(f"{marker}\n")
     open_agent(tui, cli)
-    tui.ex("wincmd p")
-    wait_for(lambda: tui.lua("return vim.bo.buftype") == "", E2E_TIMEOUT, "the editor's window")
-    tui.lua("vim.cmd.GeminiAdd({ args = ..., magic = { file = false } })", list(files))
-    wait_for(lambda: "ok.txt" in agent_screen(tui, cli), E2E_TIMEOUT, "the references in the prompt")
-    tui.lua("require('gemini_companion.agents').send(nil, ...)", ASKED)
-    wait_for(lambda: ASKED in agent_screen(tui, cli), E2E_TIMEOUT, "the question in the prompt")
-
-    def sent() -> str:
-        with model._lock:
-            return json.dumps([r["body"] for r in model.requests])
-
-    def submitted() -> bool:
-        """Enter until the turn starts (a loaded machine can make Gemini take the send's Enter for
-        a newline)."""
-        if ASKED in sent():
-            return True
-        tui.lua("local agent = require('gemini_companion.agents').get(...) agent.provider.enter(agent)", cli)
-        return False
-
-    wait_for(submitted, E2E_TIMEOUT, "the turn")
+    sent = add_and_ask(tui, cli, model, list(files), "ok.txt", ASKED)
     arrived = ["MK_OK"] + (["MK_QUOTE"] if cli == "qwen" else [])
     wait_for(lambda: all(marker in sent() for marker in arrived), E2E_TIMEOUT, "the files")
     refused = [marker for marker in files.values() if marker not in arrived]

@@ -3,7 +3,8 @@ agents and changes share it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -99,3 +100,29 @@ def neovim_again(tui: Tui, sandbox: Sandbox, files: list[str]) -> None:
     tui.tmux("new-window", " ".join(_quote(a) for a in argv))
     tui.nvim, tui.nvim_socket = attach_listening(socket), socket
     wait_for(lambda: tui.nvim.eval("v:vim_did_enter") == 1, TIMEOUT, "the new Neovim started")
+
+
+def add_and_ask(tui: Tui, cli: str, model: FakeModel, names: list[Any], shown: str, asked: str) -> Callable[[], str]:
+    """From the editor's window, `:GeminiAdd` the `names` (taken literally), then send `asked` and
+    submit it: Enter again until the turn starts (Gemini turns an Enter that comes before it has
+    handled a paste into a newline, and a loaded machine can hold it up long after the send's own
+    Enter). Gives back what the model has been sent, as JSON text."""
+    tui.ex("wincmd p")
+    wait_for(lambda: tui.lua("return vim.bo.buftype") == "", E2E_TIMEOUT, "the editor's window")
+    tui.lua("vim.cmd.GeminiAdd({ args = ..., magic = { file = false } })", names)
+    wait_for(lambda: shown in agent_screen(tui, cli), E2E_TIMEOUT, "the references in the prompt")
+    tui.lua("require('gemini_companion.agents').send(nil, ...)", asked)
+    wait_for(lambda: asked in agent_screen(tui, cli), E2E_TIMEOUT, "the question in the prompt")
+
+    def sent() -> str:
+        with model._lock:
+            return json.dumps([r["body"] for r in model.requests])
+
+    def submitted() -> bool:
+        if asked in sent():
+            return True
+        tui.lua("local agent = require('gemini_companion.agents').get(...) agent.provider.enter(agent)", cli)
+        return False
+
+    wait_for(submitted, E2E_TIMEOUT, "the turn")
+    return sent
