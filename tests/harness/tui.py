@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from conftest import INIT, NODE_DIR, TIMEOUT, Sandbox, attach_listening, nvim_binary, wait_for
 
 GEMINI_BIN = NODE_DIR / "node_modules" / ".bin" / "gemini"
@@ -33,11 +35,23 @@ def kill_tmux(tmux: list[str], env: dict[str, str] | None = None) -> None:
     """End a tmux server and what its panes ran: Gemini relaunches itself as a child that outlives
     the pane's SIGHUP and goes on writing into the test's HOME."""
     panes = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_pid}"], capture_output=True, text=True, env=env)
+    pids = [int(pane) for pane in panes.stdout.split() if pane.isdigit()]
+    # An agent in a Neovim terminal has a session of its own: it is no pane's process group.
+    below = [child.pid for pid in pids for child in _descendants(pid)]
     subprocess.run([*tmux, "kill-server"], capture_output=True, env=env, timeout=TIMEOUT)
-    for pane in panes.stdout.split():
-        if pane.isdigit():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(pane), signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def gemini_settings(home: Path, ide_enabled: bool = True) -> None:
