@@ -332,3 +332,29 @@ def test_a_file_over_8_mib_is_named_not_followed_whatever_the_limit(editor_facto
     wait_for(lambda: "larger than 8192 KiB: huge.txt changed on disk" in ed.messages(), 30, "the line")
     assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]") == "first"
     assert ed.lua("return vim.bo.modified") is False
+
+
+# The record made from a callback that runs while an autocommand waits (a format on save that
+# waits with vim.wait): autocommands do not nest there, so ours would not run.
+STAMP_INSIDE_AUTOCMD = """
+local buf = ...
+local stamp, disk = require('gemini_companion.follow.stamp'), require('gemini_companion.review.disk')
+local result = 'not run'
+vim.api.nvim_create_autocmd('User', { pattern = 'Waits', callback = function()
+  vim.schedule(function() result = stamp.stamp(buf, disk.signature(vim.api.nvim_buf_get_name(buf))) end)
+  vim.wait(5000, function() return result ~= 'not run' end)
+end })
+vim.api.nvim_exec_autocmds('User', { pattern = 'Waits' })
+return result == nil and 'refused' or tostring(result)
+"""
+
+
+def test_the_record_is_never_a_real_write_inside_an_autocommand(editor_factory, sandbox: Sandbox):
+    """Made while an autocommand runs, the record's `:write` would find our BufWriteCmd skipped and
+    write the file for real ('fixeol' adding a newline, a new mtime): it is not made there, and the
+    file's bytes and time stay as they were."""
+    ed, buf = opened(editor_factory, sandbox, "noeol.txt", b"abc")
+    path = sandbox.project / "noeol.txt"
+    before = path.stat().st_mtime_ns
+    assert ed.lua(STAMP_INSIDE_AUTOCMD, buf) == "refused"
+    assert path.read_bytes() == b"abc" and path.stat().st_mtime_ns == before

@@ -22,6 +22,8 @@ function M.stamp(buf, sig)
   local name = vim.api.nvim_buf_get_name(buf)
   if vim.bo[buf].modified or not vim.o.write or ignored(vim.o.eventignore) or foreign(buf, name) then
     return nil
+  elseif vim.fn.state():find('x') then
+    return nil -- inside an autocommand (a callback run by its vim.wait): ours would not run, and the write would
   elseif disk.signature(name) ~= sig then
     return nil -- changed since it was read: Neovim's reading takes it as it is now
   end
@@ -36,7 +38,11 @@ function M.stamp(buf, sig)
     -- The window Neovim asks whether it ignores the event is this one.
     local own = vim.fn.exists('+eventignorewin') == 1 and vim.wo.eventignorewin or ''
     if not ignored(own) then
-      vim.cmd('lockmarks keepalt keepjumps silent write!') -- (!: a 'readonly' buffer too)
+      -- 'acwrite': should ours not run after all, Neovim refuses the write (E676) instead of writing.
+      local buftype = vim.bo.buftype
+      vim.cmd('noautocmd setlocal buftype=acwrite')
+      pcall(vim.cmd, 'lockmarks keepalt keepjumps silent write!') -- (!: a 'readonly' buffer too)
+      vim.cmd('noautocmd setlocal buftype=' .. buftype)
     end
   end)
   pcall(vim.api.nvim_del_autocmd, id)
