@@ -37,14 +37,17 @@ def kill_tmux(tmux: list[str], env: dict[str, str] | None = None) -> None:
     panes = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_pid}"], capture_output=True, text=True, env=env)
     pids = [int(pane) for pane in panes.stdout.split() if pane.isdigit()]
     # An agent in a Neovim terminal has a session of its own: it is no pane's process group.
-    below = [child.pid for pid in pids for child in _descendants(pid)]
+    below = [child for pid in pids for child in _descendants(pid)]
     subprocess.run([*tmux, "kill-server"], capture_output=True, env=env, timeout=TIMEOUT)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-    for pid in below:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    # What the hang-up ends, it ends as on a real :qa (a CLI saves its conversation): only what
+    # outlives it a while is killed.
+    _, alive = psutil.wait_procs(below, timeout=5)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
