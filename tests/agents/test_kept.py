@@ -101,3 +101,30 @@ def test_a_kept_hidden_agent_comes_back_hidden_and_shows_beside_the_new_neovim(s
         wait_for(lambda: str(pid) in panes() and len(panes()) == 2, 30, "its pane beside the new Neovim")
     finally:
         tui.close()
+
+
+def test_a_kept_second_session_comes_back_with_its_name(sandbox, model):
+    """`fake@2` (`:Gemini fake new`) kept at `:qa` is taken back by the next Neovim with its name and
+    process (a record's name may hold the `@` of a session: it was read as no agent's)."""
+    fake = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(sandbox.base / "a")}}
+    setup = {**SETUP, "agents": {"fake": fake}, "default_agent": "fake"}
+    tui = Tui(sandbox, model.url, [], setup=setup)
+    try:
+        tui.wait_running()
+        tui.ex("Gemini fake")
+        wait_for(lambda: len(tui.status()["agents"]) == 1, 30, "the agent")
+        tui.ex("Gemini fake new")
+        wait_for(lambda: len(tui.status()["agents"]) == 2, 30, "its second session")
+        tui.lua("require('gemini_companion.agents').stop('fake')")
+        wait_for(lambda: [a["name"] for a in tui.status()["agents"]] == ["fake@2"], 30, "the first stopped")
+        pid = tui.status()["agents"][0]["pid"]
+        tui.lua("require('gemini_companion.agents').hide('fake@2')")
+        wait_for(lambda: not tui.status()["agents"][0]["visible"], 30, "hidden")
+        tui.ex("qa")
+        wait_for(lambda: "nvim" not in tui.tmux("list-panes", "-a", "-F", "#{pane_current_command}"), 30, ":qa")
+        neovim_again(tui, sandbox, [])
+        tui.wait_running()
+        wait_for(lambda: tui.status()["agents"], 30, "the session taken back")
+        assert [(a["name"], a["pid"]) for a in tui.status()["agents"]] == [("fake@2", pid)]
+    finally:
+        tui.close()

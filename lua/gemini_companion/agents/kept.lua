@@ -14,7 +14,7 @@ local IDE_ENABLE = '/ide enable'
 local OLD_RETRIES_S = 5 -- a CLI's lost IDE connection has given up retrying by then
 local SETTLE_MS, SETTLED_CHECKS, MAX_CHECKS = 100, 5, 50 -- still for 500 ms; at most 5 s
 local MAX_BYTES = 64 * 1024
-local NAME = '^[%w_.-]+$' -- an agent name as a record may name it (a config key of ours)
+local NAME = '^[%w_.@-]+$' -- an agent name as a record may name it (a config key of ours, or `gemini@2`)
 
 --- Agents verified at start, waiting for the server to run to be taken back.
 ---@type table[]?
@@ -196,8 +196,10 @@ function H.reconnect(agent)
     still = (now and now == last) and still + 1 or 0
     last = now
     if not now or still >= SETTLED_CHECKS or checks >= MAX_CHECKS then
-      if now then
+      if now and screen.typed(vim.split(now, '\n', { plain = true })) == IDE_ENABLE then
         require('gemini_companion.agents.submit').enter(agent, current)
+      elseif now then -- the user typed meanwhile: their text is not sent with ours
+        message.brief(agent.name .. ': type /ide enable in it to reconnect reviews', 'warn')
       end
       return true
     end

@@ -18,6 +18,12 @@ local function says(name, state, what, prompt)
 end
 
 return {
+  the_prompt_line_says_what_is_typed_in_it = function()
+    local typed = screen.typed(lines('qwen-typed-ide-enable'))
+    assert(typed == '/ide enable', vim.inspect(typed)) -- Qwen's cursor and its suggestion line below
+    assert(screen.typed(lines('gemini-draft')) ~= '/ide enable', 'a draft is not the command')
+    assert(screen.typed({ ' > /ide enable and my words' }) == '/ide enable and my words')
+  end,
   the_input_box_says_whether_the_prompt_is_empty = function()
     for _, cli in ipairs({ 'gemini', 'qwen' }) do
       local idle, draft = screen.input(lines(cli .. '-idle')), screen.input(lines(cli .. '-draft'))

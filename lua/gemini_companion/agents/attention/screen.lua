@@ -174,6 +174,22 @@ function M.input(lines)
   return { text = table.concat(lines, '\n', box, last), empty = empty }
 end
 
+--- The text on the prompt line of the CLI's input box (its last line starting `>`: an answer above
+--- may quote '> ' lines), without a box's right border or Qwen's cursor (a zero-width space); nil
+--- when none is drawn.
+---@param lines string[]
+---@return string?
+function M.typed(lines)
+  for i = #lines, 1, -1 do
+    local typed = lines[i]:match('^%s?>(.*)$')
+    if typed then
+      typed = vim.trim(typed):gsub('│$', ''):gsub('\226\128[\139-\141]', '')
+      return vim.trim(typed)
+    end
+  end
+  return nil
+end
+
 --- What the bottom of a CLI's screen says: 'waiting' (a dialog; and what it asks), 'working'
 --- (the spinner above the input box), 'idle' (the input box alone), or nil (neither drawn).
 ---@param lines string[]
