@@ -49,10 +49,6 @@ local H = {}
 ---@type table<string, gemini_companion.Agent>
 local running = {}
 
-local SUBMIT_DELAY_MS = 300
-local READY_STILL_TICKS = 5 -- 500 ms without a change on screen
-local READY_MAX_MS = 30000
-
 --- The agent last opened, focused or sent to.
 ---@type string?
 M.last = nil
@@ -345,42 +341,17 @@ function M.get(name)
   return running[name]
 end
 
---- Run `fn` once the agent takes input: at once for one that has been running, else when its
---- screen has shown something and stayed still for a moment (bounded).
----@param agent gemini_companion.Agent
----@param fn fun()
-local function when_ready(agent, fn)
-  if agent.ready or (vim.uv.hrtime() - agent.started) / 1e6 > READY_MAX_MS or agent.provider.screen(agent) == nil then
-    return fn()
-  end
-  local timer = assert(vim.uv.new_timer())
-  local last, still = nil, 0
-  timer:start(100, 100, function()
-    vim.schedule(function()
-      if timer:is_closing() then
-        return
-      end
-      local screen = agent.exited and '' or agent.provider.screen(agent) or ''
-      still = (vim.trim(screen) ~= '' and screen == last) and still + 1 or 0
-      last = screen
-      local waited = (vim.uv.hrtime() - agent.started) / 1e6
-      if still >= READY_STILL_TICKS or waited > READY_MAX_MS or running[agent.name] ~= agent then
-        timer:stop()
-        timer:close()
-        if running[agent.name] == agent then
-          agent.ready = true
-          fn()
-        end
-      end
-    end)
-  end)
+--- The running agents by name (a copy), for agents/server_exit.lua.
+---@return table<string, gemini_companion.Agent>
+function M.running()
+  return vim.tbl_extend('force', {}, running)
 end
 
 --- Run `fn(agent)` with the agent running: focused (shown) when `focus_after_send`, else as it is,
---- or started without the focus.
+--- or started without the focus (the delivery of a send: agents/deliver.lua).
 ---@param name string
 ---@param fn fun(agent: gemini_companion.Agent)
-local function reach(name, fn)
+function M.reach(name, fn)
   local agent = running[name]
   if config.options.focus_after_send then
     M.open(name, nil, fn)
@@ -391,111 +362,16 @@ local function reach(name, fn)
   end
 end
 
---- Type `text` into the agent's prompt as a bracketed paste (never submits on its own); `submit`:
---- then press Enter as a separate key, late enough that the CLI takes it as submit. The text
---- arrives as text (`prompt.text`): no byte of it is a key, an escape sequence or the paste's end.
---- The cursor, window and mode stay where they are: a hidden agent stays hidden, one that does
---- not run starts shown but not focused; `focus_after_send`: the agent is shown and focused.
----@param name? string
----@param text string
----@param submit? boolean
-function M.send(name, text, submit)
-  require('gemini_companion.agents.send_order').run(function()
-    H.deliver(name, text, submit)
-  end)
-end
+-- Sends (`send`, `send_later`, `ask`): agents/deliver.lua.
+local deliver = require('gemini_companion.agents.deliver')
+M.send = deliver.send
+M.send_later = deliver.send_later
+M.ask = deliver.ask
 
---- A send whose text is made later (off the main loop): its place in the order of sends is taken
---- now. Call the returned function once, with the text (nil: nothing is sent).
----@return fun(name: string?, text: string?, submit: boolean?)
-function M.send_later()
-  local fill = require('gemini_companion.agents.send_order').reserve()
-  return function(name, text, submit)
-    fill(text and function()
-      H.deliver(name, text, submit)
-    end or nil)
-  end
-end
-
----@param name? string
----@param text string
----@param submit? boolean
-function H.deliver(name, text, submit)
-  text = require('gemini_companion.agents.prompt').text(text)
-  name = resolve(name)
-  reach(name, function(agent)
-    M.last = name
-    require('gemini_companion.agents.send_queue').run(agent, function(done, guard)
-      when_ready(
-        agent,
-        guard(function()
-          local ok, err = agent.provider.paste(agent, text)
-          if not ok then
-            done()
-            return message.notify(err or '?', 'warn')
-          elseif not submit then
-            return done()
-          end
-          -- Gemini turns an Enter within ~40 ms of a paste into a newline (agents/submit.lua: and
-          -- when the machine holds it back, however late the Enter comes).
-          vim.defer_fn(
-            guard(function()
-              if running[name] == agent then
-                -- A turn boundary for :GeminiChanges, unless the agent's own hooks tell its turns.
-                host.notify('changes_mark', { agent = name, cwd = vim.fn.getcwd(), reason = 'send' })
-                require('gemini_companion.agents.submit').enter(agent, function()
-                  return running[name] == agent
-                end)
-              end
-              done()
-            end),
-            SUBMIT_DELAY_MS
-          )
-        end)
-      )
-    end)
-  end)
-end
-
---- Send `prompt` with its placeholders (`{file}`, `{position}`, `{selection}`, `{diagnostics}`,
---- `{quickfix}`: agents/placeholders.lua) filled from the current window and, in Visual mode, the
---- selection. A placeholder that cannot be filled sends nothing: false and the reason (also shown).
----@param prompt string
----@param opts? {agent?: string, submit?: boolean}
----@return boolean sent, string? why
-function M.ask(prompt, opts)
-  opts = opts or {}
-  local placeholders = require('gemini_companion.agents.placeholders')
-  local text, why = placeholders.expand(prompt, placeholders.context())
-  if not text then
-    message.notify(why, 'error')
-    return false, why
-  end
-  M.send(opts.agent, text, opts.submit)
-  return true
-end
-
---- A new server (`:GeminiCompanion restart`, or the host came back): each agent's files now
---- point to it. The CLIs do not reconnect on their own: say what to type.
-local function rewire()
-  local status = require('gemini_companion.state').current
-  if not status.running then
-    return
-  end
-  local moved = {}
-  for name, agent in pairs(running) do
-    if agent.port and agent.port ~= status.port then
-      connection.register(agent)
-      table.insert(moved, name)
-    end
-  end
-  if #moved > 0 then
-    table.sort(moved)
-    message.notify(('new server: type /ide enable in %s to reconnect'):format(table.concat(moved, ', ')), 'warn')
-  end
-end
-
-vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiStatusChanged', callback = rewire })
+-- When the server changes and when Neovim exits: agents/server_exit.lua.
+local server_exit = require('gemini_companion.agents.server_exit')
+M.leave = server_exit.leave
+vim.api.nvim_create_autocmd('User', { group = group, pattern = 'GeminiStatusChanged', callback = server_exit.rewire })
 
 --- Take back an agent an earlier Neovim left running in its tmux pane (agents/kept.lua: already
 --- checked to be there): its files written again under the numbers it reads, its pane watched.
@@ -531,25 +407,6 @@ function M.adopt(kept)
   require('gemini_companion.agents.attention').started(agent)
   event('GeminiAgentStarted', { agent = kept.name, pid = agent.pid })
   return agent
-end
-
-local left = false
-
---- Neovim exits: the agents stop, but those kept (agents/kept.lua: recorded while the server still
---- runs, so before it stops). Once.
-function M.leave()
-  if left then
-    return
-  end
-  left = true
-  local kept = require('gemini_companion.agents.kept')
-  local keep = vim.tbl_filter(kept.keeps, vim.tbl_values(running))
-  local recorded = #keep > 0 and kept.record(keep)
-  for _, agent in pairs(running) do
-    if not (recorded and kept.keeps(agent)) then
-      agent.provider.stop(agent)
-    end
-  end
 end
 
 vim.api.nvim_create_autocmd('VimLeavePre', { group = group, callback = M.leave })
