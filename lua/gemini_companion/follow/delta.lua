@@ -27,6 +27,7 @@ local SLICE_NS = 1e6
 local work ---@type uv.luv_work_ctx_t?
 local waiting, last = {}, 0 ---@type table<integer, fun(...)>, integer callbacks of the queued jobs
 local gather, job -- below the public functions
+local CHANGES -- M.changes's bytecode, passed to the thread with each job (set below it)
 
 --- Whether `buf` is one the thread can judge (others: reload.holds and reload.apply).
 ---@param buf integer
@@ -130,7 +131,7 @@ function job(args, done)
         callback(unpack(results, 1, 4))
       end)
     end)
-  work:queue(id, unpack(args, 1, 5))
+  work:queue(id, CHANGES, unpack(args, 1, 5))
 end
 
 --- The thread's work (it sees only its arguments: no upvalues, the thread's own `vim`).
@@ -138,10 +139,10 @@ end
 --- failed), and for 'differs' the changes, 'eol' and the LF lines of a dos file ('' for a unix
 --- one: its own bytes).
 ---@param id integer
+---@param changes string M.changes's bytecode
 ---@param ... any text: string, dos: boolean, old: string, raw: boolean (`old` is the file's bytes
 --- the buffer holds; else its lines LF-joined with a final LF), old_eol: boolean (its 'eol')
-function M.work(id, ...)
-  local OP = 1000 -- lines one change puts in or takes out at most (no upvalues in a thread)
+function M.work(id, changes, ...)
   -- `bytes` as Neovim reads them (as reload.lines): LF lines with a final LF, and whether the
   -- last line ended; nil when Neovim must judge.
   local function lines(bytes, dos)
@@ -170,36 +171,7 @@ function M.work(id, ...)
       return 'same'
     end
     local hunks = vim.diff(old, new, { result_type = 'indices' }) --[[@as integer[][] ]]
-    -- Each hunk as changes of at most OP lines in and out, each with the byte span of its new lines.
-    local line, at = 1, 1 -- new line `line` begins at `at`; asked in order
-    local function start_of(n)
-      while line < n do
-        at = new:find('\n', at, true) + 1
-        line = line + 1
-      end
-      return at
-    end
-    local out = {}
-    for _, hunk in ipairs(hunks) do
-      local a, count_a, b, count_b = hunk[1], hunk[2], hunk[3], hunk[4]
-      local pos = count_a == 0 and a or a - 1
-      local ops = {}
-      repeat
-        local take_out, put_in = math.min(OP, count_a), math.min(OP, count_b)
-        local from = put_in > 0 and start_of(b) or 0
-        local to = put_in > 0 and start_of(b + put_in) - 2 or -1
-        ops[#ops + 1] = ('%d,%d,%d,%d,%d;'):format(pos, take_out, from, to, put_in)
-        pos, b = pos + put_in, b + put_in
-        count_a, count_b = count_a - take_out, count_b - put_in
-      until count_a == 0 and count_b == 0
-      out[#out + 1] = table.concat(ops)
-    end
-    -- Last hunk first: the line numbers above a change stay valid.
-    local reversed = {}
-    for i = #out, 1, -1 do
-      reversed[#reversed + 1] = out[i]
-    end
-    return 'differs', table.concat(reversed), eol, dos and new:sub(1, -2) or ''
+    return 'differs', load(changes)(hunks, new), eol, dos and new:sub(1, -2) or ''
   end
   local ok, verdict, ops, eol, source = pcall(judge, ...)
   if not ok then
@@ -207,5 +179,47 @@ function M.work(id, ...)
   end
   return id, verdict, ops, eol, source
 end
+
+--- The changes of a plan (its `ops`) from `hunks`, vim.diff's indices from old lines to `new` (LF
+--- lines with a final LF): each hunk as changes of at most OP lines in and out, each with the byte
+--- span of its new lines; last hunk first. Run in M.work's thread, loaded from its bytecode (a
+--- thread sees no upvalues and cannot require this plugin).
+---@param hunks integer[][]
+---@param new string
+---@return string
+function M.changes(hunks, new)
+  local OP = 1000 -- lines one change puts in or takes out at most
+  local line, at = 1, 1 -- new line `line` begins at `at`; asked in order
+  local function start_of(n)
+    while line < n do
+      at = new:find('\n', at, true) + 1
+      line = line + 1
+    end
+    return at
+  end
+  local out = {}
+  for _, hunk in ipairs(hunks) do
+    local a, count_a, b, count_b = hunk[1], hunk[2], hunk[3], hunk[4]
+    local pos = count_a == 0 and a or a - 1
+    local ops = {}
+    repeat
+      local take_out, put_in = math.min(OP, count_a), math.min(OP, count_b)
+      local from = put_in > 0 and start_of(b) or 0
+      local to = put_in > 0 and start_of(b + put_in) - 2 or -1
+      ops[#ops + 1] = ('%d,%d,%d,%d,%d;'):format(pos, take_out, from, to, put_in)
+      pos, b = pos + put_in, b + put_in
+      count_a, count_b = count_a - take_out, count_b - put_in
+    until count_a == 0 and count_b == 0
+    out[#out + 1] = table.concat(ops)
+  end
+  -- Last hunk first: the line numbers above a change stay valid.
+  local reversed = {}
+  for i = #out, 1, -1 do
+    reversed[#reversed + 1] = out[i]
+  end
+  return table.concat(reversed)
+end
+
+CHANGES = string.dump(M.changes)
 
 return M

@@ -4,33 +4,25 @@
 --- one undoable change (follow/reload.lua); one with unsaved edits is never touched, only named
 --- (`:GeminiCompanion conflict` compares, follow/conflict.lua); a deleted file's buffer stays,
 --- marked. Signals: each open file's folder watched (uv fs_event, one handle per folder, bounded,
---- released with its last buffer), and a sweep at each agent tool's end and turn's end (the CLIs'
---- hooks) for what a watch misses. Files are read off the main loop, results applied a slice of
---- the loop at a time (follow/slices.lua); whether a buffer holds the new bytes and which lines
---- changed are worked out off it (follow/delta.lua).
-local files = require('gemini_companion.files')
+--- released with its last buffer: follow/watches.lua), and a sweep at each agent tool's end and
+--- turn's end (the CLIs' hooks) for what a watch misses. Files are read off the main loop
+--- (follow/reads.lua), results applied a slice of the loop at a time; whether a buffer holds the
+--- new bytes and which lines changed are worked out off it (follow/delta.lua).
 local message = require('gemini_companion.message')
 local delta = require('gemini_companion.follow.delta')
 local reload = require('gemini_companion.follow.reload')
-local slices = require('gemini_companion.follow.slices')
+local reads = require('gemini_companion.follow.reads')
+local watches = require('gemini_companion.follow.watches')
 
 local M = {}
 
--- Folders watched at most (one inotify watch each); buffers beyond rely on the sweeps.
-local MAX_FOLDERS = 256
 -- A burst of events for one file (a write in pieces, a rename into place) is read once, this late.
 local SETTLE_MS = 20
 -- A buffer is reloaded at most once in this long.
 local MIN_GAP_MS = 100
--- Files read at once.
-local MAX_READS = 4
 -- A file modified this close to its buffer's read (s, the clock's granularity) may have changed
 -- after it: it is read once more.
 local RECENT_S = 2
--- Bytes followed at most, whatever `changes.max_file_kb` allows: a read's bytes become one Lua
--- string on the main loop as it ends, about 1 ms per MB (20 MB: 17-24 ms of CPU). A larger file
--- is named as not reloaded.
-local MAX_FOLLOWED = 8 * 1024 * 1024
 
 ---@class gemini_companion.Followed
 ---@field name string the buffer's file, as Neovim reads it
@@ -44,26 +36,15 @@ local MAX_FOLLOWED = 8 * 1024 * 1024
 ---@field unconfirmed boolean? the file changed about when Neovim read it: the next read compares
 ---@field matched? gemini_companion.follow.Matched the bytes the buffer last held, while it holds them
 
----@class gemini_companion.follow.Result
----@field buf integer
----@field entry gemini_companion.Followed
----@field text string?
----@field why string?
----@field sig string
-
 ---@type table<integer, gemini_companion.Followed>
 local followed = {}
----@type table<string, {handle: uv.uv_fs_event_t, names: table<string, table<integer, true>>}>
-local folders = {}
-local folder_count = 0
 local pending = {} ---@type table<integer, true> buffers to read once the burst settles
-local to_read, in_flight = {}, 0 ---@type integer[], integer
 local timer ---@type uv.uv_timer_t?
 local group ---@type integer?
 
 local burst = require('gemini_companion.follow.burst')
 local signature = require('gemini_companion.review.disk').stat_signature
-local mark, in_step, recheck, watch, watch_place, unwatch, read, pump, applied, finish, apply, judged, remember -- below the public functions
+local mark, in_step, recheck, read, applied, finish, apply, judged, remember -- below the public functions
 
 --- Follow every loaded file buffer from now on, and each one read later.
 function M.start()
@@ -152,7 +133,7 @@ function M.track(buf)
   M.untrack(buf)
   entry = { name = name, sig = 'missing' }
   followed[buf] = entry
-  in_step(buf, entry, watch)
+  in_step(buf, entry, watches.watch)
 end
 
 --- Stop following `buf`; its folder's watch goes with the folder's last buffer.
@@ -168,14 +149,14 @@ function M.untrack(buf)
     pcall(vim.api.nvim_buf_del_var, buf, 'gemini_companion_follow')
   end
   for _, place in ipairs(entry.watches or {}) do
-    unwatch(buf, place.folder, place.base)
+    watches.unwatch(buf, place.folder, place.base)
   end
 end
 
 --- How many folders are watched (for :checkhealth and the tests).
 ---@return integer
 function M.watched()
-  return folder_count
+  return watches.count()
 end
 
 --- Read the pending buffers' files soon: a burst of events is one read per file.
@@ -224,24 +205,6 @@ function in_step(buf, entry, next_step)
   end)
 end
 
---- A change in `folder`: its file `name` (nil: any of them) is read once the burst settles.
----@param folder string
----@param name string?
-local function changed(folder, name)
-  local watched = folders[folder]
-  if not watched then
-    return
-  end
-  for base, bufs in pairs(watched.names) do
-    if name == nil or base == name then
-      for buf in pairs(bufs) do
-        pending[buf] = true
-      end
-    end
-  end
-  M.settle_soon()
-end
-
 --- Stat `entry`'s file (off the main loop); read it when it is not what the buffer last matched.
 ---@param buf integer
 ---@param entry gemini_companion.Followed
@@ -252,93 +215,6 @@ function recheck(buf, entry)
       M.settle_soon()
     end
   end)
-end
-
---- Watch the folder of `entry`'s file, and when its name is a link, the target's folder too (a
---- change of the target, and the link itself replaced, are both seen); resolved off the main
---- loop. Nothing where a folder cannot be watched (missing, too many): the sweeps cover it.
----@param buf integer
----@param entry gemini_companion.Followed
-function watch(buf, entry)
-  local own, target, left = nil, nil, 2
-  local function looked()
-    left = left - 1
-    if left > 0 then
-      return
-    end
-    vim.schedule(function()
-      if followed[buf] ~= entry or entry.watches then
-        return
-      end
-      entry.watches = {}
-      local places = { own, target ~= own and target or nil }
-      for _, real in pairs(places) do
-        local folder, base = vim.fs.dirname(real), vim.fs.basename(real)
-        if watch_place(buf, folder, base) then
-          table.insert(entry.watches, { folder = folder, base = base })
-        end
-      end
-      recheck(buf, entry) -- what changed while the watch was being set up
-    end)
-  end
-  -- The name's own place: its folder resolved, the name Neovim reads in it (a new file, a link).
-  vim.uv.fs_realpath(vim.fs.dirname(entry.name), function(_, dir)
-    own = dir and dir .. '/' .. vim.fs.basename(entry.name)
-    looked()
-  end)
-  vim.uv.fs_realpath(entry.name, function(_, real)
-    target = real
-    looked()
-  end)
-end
-
---- Watch `folder` for `base`, on behalf of `buf` (one handle per folder); whether it is watched.
----@param buf integer
----@param folder string
----@param base string
----@return boolean
-function watch_place(buf, folder, base)
-  local watched = folders[folder]
-  if not watched then
-    local handle = folder_count < MAX_FOLDERS and vim.uv.new_fs_event()
-    if not handle then
-      return false
-    end
-    local ok = handle:start(folder, {}, function(err, filename)
-      changed(folder, not err and filename or nil)
-    end)
-    if not ok then
-      handle:close()
-      return false
-    end
-    watched = { handle = handle, names = {} }
-    folders[folder] = watched
-    folder_count = folder_count + 1
-  end
-  watched.names[base] = watched.names[base] or {}
-  watched.names[base][buf] = true
-  return true
-end
-
---- `buf` no longer wants `base` in `folder`; the folder's watch goes with its last name.
----@param buf integer
----@param folder string
----@param base string
-function unwatch(buf, folder, base)
-  local watched = folders[folder]
-  local bufs = watched and watched.names[base]
-  if not bufs then
-    return
-  end
-  bufs[buf] = nil
-  if next(bufs) == nil then
-    watched.names[base] = nil
-  end
-  if next(watched.names) == nil then
-    watched.handle:close()
-    folders[folder] = nil
-    folder_count = folder_count - 1
-  end
 end
 
 -- --- reading and applying --------------------------------------------------------------------
@@ -355,29 +231,7 @@ function read(buf)
     return
   end
   entry.reading = true
-  table.insert(to_read, buf)
-  pump()
-end
-
---- Start the next reads, a few at a time: their completions run on the main loop, and 200 at
---- once held it 20 ms.
-function pump()
-  local limit = math.min(require('gemini_companion.config').options.changes.max_file_kb * 1024, MAX_FOLLOWED)
-  while in_flight < MAX_READS and #to_read > 0 do
-    local buf = table.remove(to_read, 1)
-    local entry = followed[buf]
-    if entry then
-      in_flight = in_flight + 1
-      files.read_async(entry.name, limit, function(text, why, stat)
-        in_flight = in_flight - 1
-        local result = { buf = buf, entry = entry, text = text, why = why, sig = signature(stat) }
-        slices.soon(function() -- each result in a slice of the loop, with the rest
-          applied(result)
-        end)
-        pump()
-      end)
-    end
-  end
+  reads.queue(buf)
 end
 
 --- Apply one file's result; `finish` when it is over.
@@ -530,5 +384,14 @@ function mark(buf, entry, state)
     vim.cmd.redrawstatus({ bang = true })
   end
 end
+
+-- What the reads and the watches look at, and whom they tell.
+reads.setup(followed, applied)
+watches.setup(followed, function(bufs)
+  for _, buf in ipairs(bufs) do
+    pending[buf] = true
+  end
+  M.settle_soon()
+end, recheck)
 
 return M
