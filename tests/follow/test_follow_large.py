@@ -328,7 +328,9 @@ def test_a_file_over_8_mib_is_named_not_followed_whatever_the_limit(editor_facto
     ed = editor_factory({"changes": {"enabled": False, "max_file_kb": 32768}}, [str(path)])
     ed.wait_state("running")
     wait_for(lambda: ed.lua(WATCHED) == 1, 10, "the folder watched")
-    path.write_bytes(b"second\n" + b"y" * 49 * 9 * 1024 * 20 + b"\n")
+    new = sandbox.project / "huge.txt.new"  # renamed into place, as an agent's write is: never seen half-written
+    new.write_bytes(b"second\n" + b"y" * 49 * 9 * 1024 * 20 + b"\n")
+    new.rename(path)
     wait_for(lambda: "larger than 8192 KiB: huge.txt changed on disk" in ed.messages(), 30, "the line")
     assert ed.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]") == "first"
     assert ed.lua("return vim.bo.modified") is False
