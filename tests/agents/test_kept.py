@@ -78,21 +78,13 @@ def test_a_record_that_does_not_check_out_is_ignored_with_one_line(sandbox, mode
 def test_a_kept_hidden_agent_comes_back_hidden_and_shows_beside_the_new_neovim(sandbox, model):
     """The fake agent (no CLI screen: /ide enable is not typed, the line says to): kept hidden in
     tmux's background window, taken back hidden, and `:Gemini` joins its pane to the new Neovim's."""
-    fake = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(sandbox.base / "a")}}
-    setup = {**SETUP, "agents": {"fake": fake}, "default_agent": "fake"}
-    tui = Tui(sandbox, model.url, [], setup=setup)
+    tui = Tui(sandbox, model.url, [], setup=fake_setup(sandbox))
     try:
         tui.wait_running()
         tui.ex("Gemini")
         wait_for(lambda: tui.status()["agents"], 30, "the agent")
         pid = tui.status()["agents"][0]["pid"]
-        tui.lua("require('gemini_companion.agents').hide()")
-        wait_for(lambda: not tui.status()["agents"][0]["visible"], 30, "hidden")
-        tui.ex("qa")
-        wait_for(lambda: "nvim" not in tui.tmux("list-panes", "-a", "-F", "#{pane_current_command}"), 30, ":qa")
-        neovim_again(tui, sandbox, [])
-        tui.wait_running()
-        wait_for(lambda: tui.status()["agents"], 30, "the agent taken back")
+        hidden_through_qa(tui, sandbox, "fake")
         listed = tui.status()["agents"][0]
         assert (listed["name"], listed["pid"], listed["visible"]) == ("fake", pid, False)
         wait_for(lambda: "type /ide enable" in tui.nvim.command_output("messages"), 30, "the line")
@@ -106,9 +98,7 @@ def test_a_kept_hidden_agent_comes_back_hidden_and_shows_beside_the_new_neovim(s
 def test_a_kept_second_session_comes_back_with_its_name(sandbox, model):
     """`fake@2` (`:Gemini fake new`) kept at `:qa` is taken back by the next Neovim with its name and
     process (a record's name may hold the `@` of a session: it was read as no agent's)."""
-    fake = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(sandbox.base / "a")}}
-    setup = {**SETUP, "agents": {"fake": fake}, "default_agent": "fake"}
-    tui = Tui(sandbox, model.url, [], setup=setup)
+    tui = Tui(sandbox, model.url, [], setup=fake_setup(sandbox))
     try:
         tui.wait_running()
         tui.ex("Gemini fake")
@@ -118,13 +108,25 @@ def test_a_kept_second_session_comes_back_with_its_name(sandbox, model):
         tui.lua("require('gemini_companion.agents').stop('fake')")
         wait_for(lambda: [a["name"] for a in tui.status()["agents"]] == ["fake@2"], 30, "the first stopped")
         pid = tui.status()["agents"][0]["pid"]
-        tui.lua("require('gemini_companion.agents').hide('fake@2')")
-        wait_for(lambda: not tui.status()["agents"][0]["visible"], 30, "hidden")
-        tui.ex("qa")
-        wait_for(lambda: "nvim" not in tui.tmux("list-panes", "-a", "-F", "#{pane_current_command}"), 30, ":qa")
-        neovim_again(tui, sandbox, [])
-        tui.wait_running()
-        wait_for(lambda: tui.status()["agents"], 30, "the session taken back")
+        hidden_through_qa(tui, sandbox, "fake@2")
         assert [(a["name"], a["pid"]) for a in tui.status()["agents"]] == [("fake@2", pid)]
     finally:
         tui.close()
+
+
+def fake_setup(sandbox) -> dict:
+    """Tmux agents kept at `:qa`; the one agent entry is the fake agent."""
+    fake = {"cmd": [sys.executable, str(HARNESS / "fake_agent.py")], "env": {"FAKE_AGENT_LOG": str(sandbox.base / "a")}}
+    return {**SETUP, "agents": {"fake": fake}, "default_agent": "fake"}
+
+
+def hidden_through_qa(tui: Tui, sandbox, name: str) -> None:
+    """Hide the one running agent `name`, `:qa`, start the next Neovim in the same pane and wait for
+    it to take an agent back."""
+    tui.lua("require('gemini_companion.agents').hide(...)", name)
+    wait_for(lambda: not tui.status()["agents"][0]["visible"], 30, "hidden")
+    tui.ex("qa")
+    wait_for(lambda: "nvim" not in tui.tmux("list-panes", "-a", "-F", "#{pane_current_command}"), 30, ":qa")
+    neovim_again(tui, sandbox, [])
+    tui.wait_running()
+    wait_for(lambda: tui.status()["agents"], 30, "the agent taken back")
